@@ -1,0 +1,82 @@
+"""The offline model catalog (data/models.yaml) and `--model` resolution: a catalog id, a
+Hugging Face repo id the catalog knows, or a local config.json (or a folder holding one)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from .architecture import Architecture, parse_config
+from .errors import ModelConfigError, UnknownModelError
+
+
+@dataclass(frozen=True)
+class CatalogModel:
+    id: str
+    hf_repo: str
+    aliases: tuple[str, ...]
+    description: str
+    config: dict
+    num_parameters: int | None
+    config_source: str
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    id: str            # catalog id, or the config.json path
+    source: str        # what vLLM loads by default: the repo id, or the folder of the config
+    architecture: Architecture
+    entry: CatalogModel | None
+
+
+@lru_cache(maxsize=1)
+def model_catalog() -> dict[str, CatalogModel]:
+    data = yaml.safe_load(resources.files(__package__).joinpath("data/models.yaml").read_text())
+    out = {}
+    for mid, m in (data.get("models") or {}).items():
+        out[mid] = CatalogModel(
+            id=mid, hf_repo=m["hf_repo"], aliases=tuple(m.get("aliases") or ()),
+            description=m.get("description", ""), config=m["config"],
+            num_parameters=m.get("num_parameters"), config_source=m.get("config_source", ""))
+    return out
+
+
+def _lookup(name: str) -> CatalogModel | None:
+    key = name.lower()
+    for m in model_catalog().values():
+        if key == m.id or key == m.hf_repo.lower() or key in (a.lower() for a in m.aliases):
+            return m
+    return None
+
+
+def load_config_file(path: Path) -> dict:
+    file = path / "config.json" if path.is_dir() else path
+    if not file.is_file():
+        raise ModelConfigError(f"--model {path}: no config.json found there")
+    try:
+        return json.loads(file.read_text())
+    except json.JSONDecodeError as e:
+        raise ModelConfigError(f"--model {file}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ModelConfigError(f"--model {file}: cannot read it ({e})") from None
+
+
+def resolve_model(name: str) -> ResolvedModel:
+    if not name or not name.strip():
+        raise UnknownModelError("--model is empty: give a catalog id, a known Hugging Face repo id or a config.json path")
+    entry = _lookup(name)
+    if entry is not None:
+        return ResolvedModel(entry.id, entry.hf_repo, parse_config(entry.config, f"catalog model {entry.id}"), entry)
+    path = Path(name).expanduser()
+    if path.exists():
+        cfg = load_config_file(path)
+        folder = path if path.is_dir() else path.parent
+        return ResolvedModel(str(path), str(folder), parse_config(cfg, f"--model {path}"), None)
+    raise UnknownModelError(
+        f"--model '{name}' is not in the catalog (list it with `vllm-eks catalog models`); "
+        "for any other model pass the path of its config.json: --model /path/to/config.json")

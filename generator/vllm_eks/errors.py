@@ -1,0 +1,26 @@
+"""One error hierarchy. Every message names the offending input and what would be valid;
+the CLI prints it as one line and exits 1."""
+
+
+class VllmEksError(Exception):
+    """Base class: a user-facing problem with the input."""
+
+
+class UnknownModelError(VllmEksError):
+    pass
+
+
+class UnknownInstanceError(VllmEksError):
+    pass
+
+
+class ModelConfigError(VllmEksError):
+    """A config.json that is missing, unreadable or lacks a required field."""
+
+
+class InvalidOptionError(VllmEksError):
+    """A flag value that is out of range or conflicts with another flag."""
+
+
+class DoesNotFitError(VllmEksError):
+    """Nothing the planner may choose fits the model on the hardware."""

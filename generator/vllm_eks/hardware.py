@@ -1,0 +1,126 @@
+"""Instance catalog (figures from the project's instances.csv) and the GPU memory CUDA reports."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from importlib import resources
+
+import yaml
+
+from .errors import InvalidOptionError, UnknownInstanceError
+
+MIB = 1024**2
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class Hardware:
+    name: str
+    gpu: str
+    gpus_per_node: int
+    gpu_memory_mib_nvidia_smi: int
+    gpu_memory_bytes: int          # what CUDA reports as total: vLLM's budget starts here
+    gpu_memory_source: str
+    interconnect: str
+    vcpu: int
+    memory_mib: int
+    alloc_cpu_millicores: int
+    alloc_memory_bytes: int
+    max_pods: int
+    efa_max: int
+    network_mbps: int
+    local_nvme_gb: int
+    usd_per_hour: float | None
+    in_catalog: bool = True
+
+
+def _quantity_to_bytes(q: str) -> int:
+    units = {"Ki": 1024, "Mi": MIB, "Gi": GIB, "Ti": 1024 * GIB}
+    for suffix, factor in units.items():
+        if q.endswith(suffix):
+            return int(float(q[: -len(suffix)]) * factor)
+    return int(q)
+
+
+def _millicores(q: str) -> int:
+    return int(q[:-1]) if q.endswith("m") else int(float(q) * 1000)
+
+
+@lru_cache(maxsize=1)
+def _gpu_totals() -> dict[tuple[str, int], tuple[int | None, str]]:
+    data = yaml.safe_load(resources.files(__package__).joinpath("data/gpus.yaml").read_text())
+    out = {}
+    for key, g in (data.get("gpus") or {}).items():
+        out[(g["karpenter_gpu_name"], int(g["nvidia_smi_mib"]))] = (g.get("cuda_total_bytes"), g.get("cuda_total_source", key))
+    return out
+
+
+def driver_reservation_bytes() -> int:
+    """nvidia-smi total minus CUDA total, the largest seen on GPUs that have both figures: what
+    to subtract for a GPU whose CUDA total is not known."""
+    seen = [smi * MIB - cuda for (_, smi), (cuda, _) in _gpu_totals().items() if cuda]
+    return max(seen) if seen else 512 * MIB
+
+
+def cuda_total_bytes(gpu: str, nvidia_smi_mib: int) -> tuple[int, str]:
+    cuda, source = _gpu_totals().get((gpu, nvidia_smi_mib), (None, ""))
+    if cuda:
+        return int(cuda), source
+    reserve = driver_reservation_bytes()
+    return (nvidia_smi_mib * MIB - reserve,
+            f"nvidia-smi {nvidia_smi_mib} MiB minus the {reserve / MIB:.0f} MiB driver reservation seen on catalogued GPUs")
+
+
+@lru_cache(maxsize=1)
+def instance_catalog() -> dict[str, Hardware]:
+    text = resources.files(__package__).joinpath("data/instances.csv").read_text()
+    out: dict[str, Hardware] = {}
+    for row in csv.DictReader(text.splitlines()):
+        if not row["gpu_mem_mib_nvidia_smi"]:
+            continue  # Trainium / Inferentia: no CUDA GPUs, vLLM's CUDA sizing does not apply
+        smi = int(row["gpu_mem_mib_nvidia_smi"])
+        total, source = cuda_total_bytes(row["gpu"], smi)
+        out[row["instance"]] = Hardware(
+            name=row["instance"], gpu=row["gpu"], gpus_per_node=int(row["gpu_count"]),
+            gpu_memory_mib_nvidia_smi=smi, gpu_memory_bytes=total, gpu_memory_source=source,
+            interconnect=row["interconnect"], vcpu=int(row["vcpu"]), memory_mib=int(row["mem_mib"]),
+            alloc_cpu_millicores=_millicores(row["alloc_cpu"]),
+            alloc_memory_bytes=_quantity_to_bytes(row["alloc_mem"]), max_pods=int(row["max_pods"]),
+            efa_max=int(row["efa_max"]), network_mbps=int(row["net_mbps_baseline"]),
+            local_nvme_gb=int(row["local_nvme_gb"] or 0),
+            usd_per_hour=float(row["usd_hr_us_east_1"]) if row["usd_hr_us_east_1"] else None,
+        )
+    return out
+
+
+def resolve_hardware(instance: str | None, gpu_memory_mib: int | None, gpus_per_node: int | None,
+                     hardware_name: str | None, price: float | None) -> Hardware:
+    if price is not None and price < 0:
+        raise InvalidOptionError(f"--price-per-hour must be >= 0, got {price}")
+    custom = gpu_memory_mib is not None or gpus_per_node is not None
+    if instance and custom:
+        raise InvalidOptionError(
+            "--instance conflicts with --gpu-memory-mib/--gpus-per-node: give a catalog instance or custom hardware, not both")
+    if instance:
+        catalog = instance_catalog()
+        if instance not in catalog:
+            raise UnknownInstanceError(
+                f"--instance '{instance}' is not in the catalog (known: {', '.join(sorted(catalog))}); "
+                "for other hardware give --gpu-memory-mib and --gpus-per-node")
+        hw = catalog[instance]
+        return replace(hw, usd_per_hour=price) if price is not None else hw
+    if not custom:
+        raise InvalidOptionError("give --instance, or --gpu-memory-mib and --gpus-per-node for hardware outside the catalog")
+    if gpu_memory_mib is None or gpu_memory_mib <= 0:
+        raise InvalidOptionError(f"--gpu-memory-mib must be a positive number of MiB, got {gpu_memory_mib}")
+    if gpus_per_node is None or gpus_per_node <= 0:
+        raise InvalidOptionError(f"--gpus-per-node must be a positive integer, got {gpus_per_node}")
+    total, source = cuda_total_bytes("custom", gpu_memory_mib)
+    return Hardware(
+        name=hardware_name or f"custom-{gpus_per_node}x{gpu_memory_mib}mib", gpu="custom",
+        gpus_per_node=gpus_per_node, gpu_memory_mib_nvidia_smi=gpu_memory_mib, gpu_memory_bytes=total,
+        gpu_memory_source=source, interconnect="unknown", vcpu=0, memory_mib=0,
+        alloc_cpu_millicores=0, alloc_memory_bytes=0, max_pods=0, efa_max=0, network_mbps=0,
+        local_nvme_gb=0, usd_per_hour=price, in_catalog=False)

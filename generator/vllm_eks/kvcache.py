@@ -1,0 +1,95 @@
+"""KV cache arithmetic, mirroring vLLM's v1 KV cache manager.
+
+Per layer and token a standard attention layer stores K and V for the KV heads on this rank;
+an MLA layer stores one latent vector (kv_lora_rank + qk_rope_head_dim), replicated on every
+tensor-parallel rank. Memory is cut into blocks of `block_size` tokens. Layers of different
+attention kinds (full vs sliding window) form KV cache groups that share one pool of blocks
+(vllm/v1/core/kv_cache_utils.py): the pool holds `available // (page_size * group_size)`
+blocks, where group_size is the number of layers in a group."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .architecture import Architecture
+
+
+@dataclass(frozen=True)
+class KVLayout:
+    bytes_per_token_per_layer: int
+    # layer count per KV cache group and the group's window (None = full attention)
+    groups: tuple[tuple[int, int | None], ...]
+    group_size: int           # layers per group (groups are padded to this many)
+    layers_on_rank: int
+
+    @property
+    def bytes_per_token(self) -> int:
+        """KV bytes one token costs on this rank if every layer kept it (full-attention view)."""
+        return self.bytes_per_token_per_layer * self.layers_on_rank
+
+    @property
+    def page_bytes(self) -> int:
+        return self.bytes_per_token_per_layer  # per token; times block_size for one layer's block
+
+
+def kv_heads_per_rank(a: Architecture, tp: int) -> int:
+    # fewer KV heads than ranks: vLLM replicates each head so every rank holds one
+    return max(1, a.num_kv_heads // tp)
+
+
+def bytes_per_token_per_layer(a: Architecture, tp: int, kv_dtype_bytes: int) -> int:
+    if a.mla is not None:
+        return (a.mla.kv_lora_rank + a.mla.qk_rope_head_dim) * kv_dtype_bytes
+    return 2 * kv_heads_per_rank(a, tp) * a.head_dim * kv_dtype_bytes
+
+
+def layout(a: Architecture, tp: int, layers: range, kv_dtype_bytes: int) -> KVLayout:
+    windows = [a.layer_windows[i] if a.layer_windows else None for i in layers]
+    by_kind: dict[int | None, int] = {}
+    for w in windows:
+        by_kind[w] = by_kind.get(w, 0) + 1
+    if len(by_kind) == 1:
+        (w, n), = by_kind.items()
+        groups = ((n, w),)
+        group_size = n
+    else:
+        # vllm kv_cache_utils._get_kv_cache_groups_uniform_page_size: group size is the smallest
+        # layer count of a kind, or the largest when they are within 25% of each other
+        smallest, largest = min(by_kind.values()), max(by_kind.values())
+        group_size = largest if largest < smallest * 1.25 else smallest
+        grouped = []
+        for w, n in sorted(by_kind.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0)):
+            full, rest = divmod(n, group_size)
+            grouped += [(group_size, w)] * full + ([(rest, w)] if rest else [])
+        groups = tuple(grouped)
+    return KVLayout(bytes_per_token_per_layer(a, tp, kv_dtype_bytes), groups, group_size, len(windows))
+
+
+@dataclass(frozen=True)
+class KVCapacity:
+    num_blocks: int
+    tokens: int                 # as vLLM logs "KV cache size: N tokens"
+    blocks_per_request: int     # blocks one request of max_model_len needs across all groups
+    max_concurrency: float      # as vLLM logs "Maximum concurrency for L tokens per request"
+
+
+def blocks_for_request(group_window: int | None, max_model_len: int, block_size: int,
+                       max_num_batched_tokens: int) -> int:
+    if group_window is None:
+        return math.ceil(max_model_len / block_size)
+    # sliding window: vLLM's SlidingWindowSpec.max_memory_usage_bytes
+    tokens = min(group_window - 1 + max_num_batched_tokens, max_model_len)
+    return math.ceil(tokens / block_size) + 1
+
+
+def capacity(lay: KVLayout, available_bytes: int, block_size: int, max_model_len: int,
+             max_num_batched_tokens: int) -> KVCapacity:
+    block_bytes = lay.bytes_per_token_per_layer * block_size * lay.group_size
+    num_blocks = max(0, available_bytes // block_bytes) if block_bytes else 0
+    n_groups = len(lay.groups)
+    tokens = num_blocks // n_groups * block_size
+    per_request = sum(blocks_for_request(w, max_model_len, block_size, max_num_batched_tokens)
+                      for _, w in lay.groups)
+    concurrency = num_blocks / per_request if per_request else 0.0
+    return KVCapacity(num_blocks, tokens, per_request, concurrency)

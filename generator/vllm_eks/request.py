@@ -1,0 +1,41 @@
+"""What the user asks for: the inputs of the planner, one field per CLI flag."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class PlanRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(description="Catalog id, Hugging Face repo id known to the catalog, or path to config.json")
+    instance: str | None = Field(default=None, description="EC2 instance type from the catalog")
+    # hardware outside the catalog
+    gpu_memory_mib: int | None = None
+    gpus_per_node: int | None = None
+    hardware_name: str | None = None
+    price_per_hour: float | None = Field(default=None, description="Override of the on-demand price")
+
+    # precision
+    dtype: Literal["auto", "bfloat16", "float16"] = "auto"
+    quantization: Literal["fp8", "awq", "gptq"] | None = None
+    kv_cache_dtype: Literal["auto", "fp8"] = "auto"
+
+    # pins of planner decisions
+    tensor_parallel_size: int | None = None
+    pipeline_parallel_size: int | None = None
+    replicas: int | None = None
+    target_concurrency: int | None = None
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    block_size: int | None = None
+    kv_cache_memory_gib: float | None = None
+
+    # pod sizing inputs
+    load_bandwidth_mib_s: float | None = None
+    served_model_name: str | None = None
+    model_source: str | None = Field(default=None, description="Override of what vLLM loads (s3://..., /models/...)")

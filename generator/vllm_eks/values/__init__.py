@@ -1,0 +1,1 @@
+"""Per-chart values models (the source of each chart's values.schema.json) and their builders."""

@@ -1,0 +1,28 @@
+"""Deployment choices that are not sizing: names, cluster, capacity. Set by `vllm-eks values`
+flags; each chart's builder reads the fields it needs."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ValuesOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    release: str = Field(default="vllm", description="Helm release name of charts/vllm-inference")
+    namespace: str = Field(default="llm", description="Namespace of the model server")
+    # model source
+    model_source_kind: Literal["huggingface", "s3", "pvc"] = "huggingface"
+    hf_token_secret: str | None = Field(default="hf-token", description="Existing Secret holding HF_TOKEN")
+    pvc_name: str | None = None
+    # cluster / capacity (charts/gpu-infra)
+    cluster_name: str = "my-cluster"
+    capacity_types: list[Literal["on-demand", "spot", "reserved"]] = Field(default_factory=lambda: ["on-demand"])
+    ami_family: Literal["al2023", "bottlerocket"] = "al2023"
+    zone: str | None = None
+    capacity_reservation_ids: list[str] = Field(default_factory=list)
+    placement_group: str | None = None
+    # observability
+    prometheus_release_label: str = "kube-prometheus-stack"

@@ -1,0 +1,17 @@
+"""Chart name -> builder of that chart's values from a Plan. One line per chart."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+from ..plan import Plan
+from .options import ValuesOptions
+
+ChartBuilder = Callable[[Plan, ValuesOptions], BaseModel]
+
+CHART_BUILDERS: dict[str, ChartBuilder] = {}
+
+from .gpu_infra import build_values as _gpu_infra  # noqa: E402
+CHART_BUILDERS["gpu-infra"] = _gpu_infra

@@ -1,0 +1,134 @@
+"""Parameter counts and weight bytes, split the way vLLM shards them.
+
+Linear layers are sharded over tensor-parallel ranks; pipeline stages hold only their own
+layers, the first stage the embedding and the last the LM head. Embeddings, norms and routers
+stay in the model dtype when a checkpoint is quantized (vLLM does not quantize them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .architecture import Architecture
+
+
+@dataclass(frozen=True)
+class LayerParams:
+    attention: int        # q/k/v/o projections (or MLA projections)
+    kv_projection: int    # the part of `attention` that K/V heads own (replicated when kv_heads < TP)
+    dense_mlp: int
+    experts: int          # all routed experts of the layer
+    other: int            # norms, router, biases: small, kept in model dtype
+
+
+def layer_params(a: Architecture, index: int) -> LayerParams:
+    h = a.hidden_size
+    if a.mla is not None:
+        m = a.mla
+        q_dim = a.num_attention_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+        q = h * q_dim if not m.q_lora_rank else h * m.q_lora_rank + m.q_lora_rank * q_dim
+        kv_a = h * (m.kv_lora_rank + m.qk_rope_head_dim)
+        kv_b = m.kv_lora_rank * a.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim)
+        o = a.num_attention_heads * m.v_head_dim * h
+        attention, kv_projection = q + kv_a + kv_b + o, 0
+    else:
+        q = h * a.num_attention_heads * a.head_dim
+        kv = 2 * h * a.num_kv_heads * a.head_dim
+        o = a.num_attention_heads * a.head_dim * h
+        attention, kv_projection = q + kv + o, kv
+    norms = 2 * h
+    bias = (a.num_attention_heads + 2 * a.num_kv_heads) * a.head_dim if a.attention_bias else 0
+    moe = a.moe
+    if moe is None or index < moe.dense_layers:
+        inter = moe.dense_intermediate_size if moe is not None else a.intermediate_size
+        return LayerParams(attention, kv_projection, 3 * h * inter, 0, norms + bias)
+    experts = moe.num_experts * 3 * h * moe.expert_intermediate_size
+    shared = 3 * h * moe.shared_expert_intermediate_size
+    router = h * moe.num_experts
+    return LayerParams(attention, kv_projection, shared, experts, norms + bias + router)
+
+
+def embedding_params(a: Architecture) -> tuple[int, int]:
+    """(input embedding, LM head) parameters; a tied head shares the embedding's storage."""
+    emb = a.vocab_size * a.hidden_size
+    return emb, (0 if a.tie_word_embeddings else emb)
+
+
+def total_parameters(a: Architecture) -> int:
+    emb, head = embedding_params(a)
+    layers = sum(_sum(layer_params(a, i)) for i in range(a.num_layers))
+    return emb + head + layers + a.hidden_size + a.vision_params
+
+
+def _sum(p: LayerParams) -> int:
+    return p.attention + p.dense_mlp + p.experts + p.other
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Bytes per element of each class of weights after loading."""
+
+    dense: float       # bytes per parameter of unquantized tensors (model dtype)
+    linear: float      # bytes per parameter of attention / dense-MLP linear layers
+    experts: float     # bytes per parameter of MoE experts
+
+
+def precision_for(a: Architecture, dtype_bytes: int, quant_bits: float | None, quant_scope: str) -> Precision:
+    if quant_bits is None:
+        return Precision(dtype_bytes, dtype_bytes, dtype_bytes)
+    q = quant_bits / 8
+    if quant_scope == "experts":
+        return Precision(dtype_bytes, dtype_bytes, q)
+    return Precision(dtype_bytes, q, q)
+
+
+def pp_layer_split(num_layers: int, pp: int) -> list[int]:
+    """Layers per pipeline stage as vLLM splits them (vllm/distributed/utils.py get_pp_indices):
+    even shares, the remainder added one by one to the stages before the last, counting back
+    from the second-to-last, because the last stage also holds the LM head."""
+    base, rem = divmod(num_layers, pp)
+    split = [base] * pp
+    for i in range(rem):
+        split[pp - 2 - i if pp > 1 else 0] += 1
+    return split
+
+
+def layer_ranges(num_layers: int, pp: int) -> list[range]:
+    out, start = [], 0
+    for n in pp_layer_split(num_layers, pp):
+        out.append(range(start, start + n))
+        start += n
+    return out
+
+
+def bytes_total(a: Architecture, p: Precision) -> int:
+    emb, head = embedding_params(a)
+    total = (emb + head + a.hidden_size + a.vision_params) * p.dense
+    for i in range(a.num_layers):
+        lp = layer_params(a, i)
+        total += (lp.attention + lp.dense_mlp) * p.linear + lp.experts * p.experts + lp.other * p.dense
+    return int(total)
+
+
+def stage_bytes(a: Architecture, p: Precision, tp: int, pp: int, stage: int) -> int:
+    """Weight bytes on one GPU of pipeline stage `stage` in a TP x PP group."""
+    emb, head = embedding_params(a)
+    layers = layer_ranges(a.num_layers, pp)[stage]
+    b = 0.0
+    if stage == 0:
+        b += emb * p.dense / tp + a.vision_params * p.dense
+    if stage == pp - 1:
+        # a tied head reuses the embedding on one stage; across stages the last keeps its own copy
+        head_params = head if head else (emb if pp > 1 else 0)
+        b += head_params * p.dense / tp + a.hidden_size * p.dense
+    for i in layers:
+        lp = layer_params(a, i)
+        # K/V projections cannot be split below one KV head per rank: the rest is replicated
+        kv_share = lp.kv_projection * max(1.0, tp / a.num_kv_heads) / tp if lp.kv_projection else 0
+        sharded = (lp.attention - lp.kv_projection + lp.dense_mlp) / tp
+        b += (sharded + kv_share) * p.linear + lp.experts / tp * p.experts + lp.other * p.dense
+    return int(b)
+
+
+def bytes_per_gpu(a: Architecture, p: Precision, tp: int, pp: int) -> int:
+    """Weight bytes on the most loaded GPU of a TP x PP group."""
+    return max(stage_bytes(a, p, tp, pp, s) for s in range(pp))
