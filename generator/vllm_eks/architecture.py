@@ -40,7 +40,7 @@ class MLA:
 class Quantization:
     method: str  # fp8 | awq | gptq | mxfp4
     bits: float  # storage bits per quantized weight, scales included
-    scope: str = "linear"  # "linear": every linear layer; "experts": only MoE experts
+    scope: str = "linear"  # "linear": every linear layer; "mlp": feed-forward only; "experts": MoE experts only
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,9 @@ def _quantization(cfg: dict, where: str) -> Quantization | None:
             group = 128
         # packed weights plus one fp16 scale and one packed zero point per group
         return Quantization(method, bits + (16 + bits) / group)
+    if method == "fbgemm_fp8":
+        # Meta's FP8 checkpoints: feed-forward layers in FP8, attention kept in 16 bits
+        return Quantization("fbgemm_fp8", 8.0, scope="mlp")
     if method == "mxfp4":
         # 4-bit values with one 8-bit shared exponent per 32 values; only the experts
         return Quantization("mxfp4", 4.25, scope="experts")
@@ -113,7 +116,7 @@ def _quantization(cfg: dict, where: str) -> Quantization | None:
             return Quantization("gptq", 4 + 20 / 128)
     raise ModelConfigError(
         f"{where}: quantization_config.quant_method '{method}' is not supported "
-        "(valid: fp8, awq, gptq, mxfp4, compressed-tensors)")
+        "(valid: fp8, fbgemm_fp8, awq, gptq, mxfp4, compressed-tensors)")
 
 
 def _layer_windows(cfg: dict, num_layers: int, where: str) -> tuple[int | None, ...]:
@@ -146,6 +149,12 @@ def _vision_params(cfg: dict) -> int:
     inter = v.get("intermediate_size") or 0
     # ViT block: 4 h^2 attention + 2 h*inter MLP; projector into the text width ignored (small)
     return layers * (4 * h * h + 2 * h * inter)
+
+
+def _ties_by_default(model_type: str) -> bool:
+    # transformers' config classes differ in this default: Gemma ties the LM head to the
+    # embedding unless told otherwise, Llama/Qwen/Mistral do not
+    return model_type.startswith("gemma")
 
 
 def parse_config(cfg: Any, name: str) -> Architecture:
@@ -217,7 +226,8 @@ def parse_config(cfg: Any, name: str) -> Architecture:
         intermediate_size=intermediate,
         vocab_size=vocab,
         max_position_embeddings=max_pos,
-        tie_word_embeddings=bool(top.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False))),
+        tie_word_embeddings=bool(top.get("tie_word_embeddings", cfg.get(
+            "tie_word_embeddings", _ties_by_default(str(top.get("model_type") or cfg.get("model_type") or ""))))),
         checkpoint_dtype=dtype,
         attention_bias=bool(cfg.get("attention_bias", cfg.get("model_type") == "qwen2")),
         layer_windows=_layer_windows(cfg, layers, where),

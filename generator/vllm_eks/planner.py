@@ -8,6 +8,7 @@ and TP never spans machines."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from . import budget as budget_mod
 from . import weights
@@ -304,7 +305,8 @@ def _plan(self: _Planner) -> Plan:
     if hw.usd_per_hour is not None:
         cost = round(hw.usd_per_hour * nodes * gpus_per_pod / hw.gpus_per_node, 4)
     source = req.model_source or self.model.source
-    served = req.served_model_name or (self.model.entry.hf_repo if self.model.entry else self.model.id)
+    served = req.served_model_name or (self.model.entry.hf_repo if self.model.entry
+                                       else Path(self.model.source).name or "model")
     args = engine_args(
         tp=tp, pp=pp, dtype=p.dtype, quantization=(req.quantization if a.quantization is None else None),
         kv_cache_dtype=p.kv_cache_dtype, max_model_len=max_len, gpu_memory_utilization=self.util,
@@ -322,8 +324,8 @@ def _plan(self: _Planner) -> Plan:
     add("gpu_memory_bytes", _gib(hw.gpu_memory_bytes), f"CUDA-visible total of one {hw.gpu}", hw.gpu_memory_source)
     add("tensor_parallel_size / pipeline_parallel_size", f"TP={tp} x PP={pp}", layout_why, "DESIGN §4 decision tree")
     add("weights_bytes_total", _gib(b.weights_total),
-        f"{weights.total_parameters(a):,} parameters: embeddings/norms x {prec.dense} B, linear x {prec.linear} B, "
-        f"experts x {prec.experts} B", "bytes per parameter of the precision vLLM loads")
+        f"{weights.total_parameters(a):,} parameters: embeddings/norms x {prec.dense} B, attention x {prec.attention} B, "
+        f"MLP x {prec.mlp} B, experts x {prec.experts} B", "bytes per parameter of the precision vLLM loads")
     add("weights_bytes_per_gpu", _gib(worst.weights),
         f"linear layers / TP {tp}, layers of the largest of {pp} stage(s), embedding on the first and LM head on the last")
     kv_formula = (f"MLA: (kv_lora_rank {a.mla.kv_lora_rank} + rope {a.mla.qk_rope_head_dim}) x {p.kv_dtype_bytes} B x {lay.layers_on_rank} layers"

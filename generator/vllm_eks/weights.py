@@ -68,17 +68,22 @@ class Precision:
     """Bytes per element of each class of weights after loading."""
 
     dense: float       # bytes per parameter of unquantized tensors (model dtype)
-    linear: float      # bytes per parameter of attention / dense-MLP linear layers
+    attention: float   # bytes per parameter of attention projections
+    mlp: float         # bytes per parameter of dense-MLP (and shared-expert) linear layers
     experts: float     # bytes per parameter of MoE experts
 
 
 def precision_for(a: Architecture, dtype_bytes: int, quant_bits: float | None, quant_scope: str) -> Precision:
+    """quant_scope: "linear" quantizes every linear layer, "mlp" only the feed-forward layers
+    (Meta's FBGEMM FP8 checkpoints), "experts" only the routed experts (gpt-oss MXFP4)."""
     if quant_bits is None:
-        return Precision(dtype_bytes, dtype_bytes, dtype_bytes)
+        return Precision(dtype_bytes, dtype_bytes, dtype_bytes, dtype_bytes)
     q = quant_bits / 8
     if quant_scope == "experts":
-        return Precision(dtype_bytes, dtype_bytes, q)
-    return Precision(dtype_bytes, q, q)
+        return Precision(dtype_bytes, dtype_bytes, dtype_bytes, q)
+    if quant_scope == "mlp":
+        return Precision(dtype_bytes, dtype_bytes, q, q)
+    return Precision(dtype_bytes, q, q, q)
 
 
 def pp_layer_split(num_layers: int, pp: int) -> list[int]:
@@ -105,7 +110,7 @@ def bytes_total(a: Architecture, p: Precision) -> int:
     total = (emb + head + a.hidden_size + a.vision_params) * p.dense
     for i in range(a.num_layers):
         lp = layer_params(a, i)
-        total += (lp.attention + lp.dense_mlp) * p.linear + lp.experts * p.experts + lp.other * p.dense
+        total += lp.attention * p.attention + lp.dense_mlp * p.mlp + lp.experts * p.experts + lp.other * p.dense
     return int(total)
 
 
@@ -124,8 +129,8 @@ def stage_bytes(a: Architecture, p: Precision, tp: int, pp: int, stage: int) -> 
         lp = layer_params(a, i)
         # K/V projections cannot be split below one KV head per rank: the rest is replicated
         kv_share = lp.kv_projection * max(1.0, tp / a.num_kv_heads) / tp if lp.kv_projection else 0
-        sharded = (lp.attention - lp.kv_projection + lp.dense_mlp) / tp
-        b += (sharded + kv_share) * p.linear + lp.experts / tp * p.experts + lp.other * p.dense
+        attention = (lp.attention - lp.kv_projection) / tp + kv_share
+        b += attention * p.attention + lp.dense_mlp / tp * p.mlp + lp.experts / tp * p.experts + lp.other * p.dense
     return int(b)
 
 

@@ -1,0 +1,200 @@
+"""`vllm-eks`: plan, explain and write Helm values for vLLM on EKS.
+
+Exit codes: 0 ok; 1 bad input (one line on stderr naming the flag or file); 2 usage."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from . import report
+from .catalog import model_catalog
+from .errors import VllmEksError
+from .hardware import GIB, instance_catalog
+from .planner import make_plan
+from .request import PlanRequest
+
+_PLAN_OPTIONS: list[Callable] = [
+    click.option("--model", required=True, help="Catalog id, Hugging Face repo id known to the catalog, or path to a config.json (or its folder)."),
+    click.option("--instance", help="EC2 instance type from the catalog (`vllm-eks catalog instances`)."),
+    click.option("--gpu-memory-mib", type=int, help="Hardware outside the catalog: memory of one GPU in MiB (as nvidia-smi reports)."),
+    click.option("--gpus-per-node", type=int, help="Hardware outside the catalog: GPUs per machine."),
+    click.option("--hardware-name", help="Hardware outside the catalog: a name for it."),
+    click.option("--price-per-hour", type=float, help="Override the on-demand USD price of one node."),
+    click.option("--dtype", type=click.Choice(["auto", "bfloat16", "float16"]), default="auto", show_default=True),
+    click.option("--quantization", type=click.Choice(["fp8", "awq", "gptq"]), help="Weight quantization (fp8 works on 16-bit checkpoints; awq/gptq need such a checkpoint)."),
+    click.option("--kv-cache-dtype", type=click.Choice(["auto", "fp8"]), default="auto", show_default=True),
+    click.option("--tensor-parallel-size", type=int, help="Pin TP (GPUs per pod); must divide the attention heads."),
+    click.option("--pipeline-parallel-size", type=int, help="Pin PP (machines per model copy)."),
+    click.option("--replicas", type=int, help="Pin the number of model copies."),
+    click.option("--target-concurrency", type=int, help="Requests to serve at once at max-model-len; sets replicas."),
+    click.option("--max-model-len", type=int, help="Pin the context length."),
+    click.option("--gpu-memory-utilization", type=float, help="Fraction of each GPU vLLM may use, in (0, 1]; default 0.90."),
+    click.option("--max-num-seqs", type=int, help="Pin the maximum number of running sequences."),
+    click.option("--max-num-batched-tokens", type=int, help="Pin the tokens per scheduler step."),
+    click.option("--block-size", type=int, help="KV cache block size in tokens (default 16, as vLLM on CUDA; 128 on CPU)."),
+    click.option("--kv-cache-memory", "kv_cache_memory_gib", type=float, help="KV cache GiB per GPU, skipping the profile estimate (vLLM --kv-cache-memory-bytes)."),
+    click.option("--load-bandwidth-mib-s", type=float, help="Weight download/load rate for the startup-probe budget (default 400)."),
+    click.option("--served-model-name", help="Name clients use (default: the Hugging Face repo id)."),
+    click.option("--model-source", help="What vLLM loads instead of the repo id: s3://bucket/prefix or a mounted path."),
+]
+
+
+def plan_options(f: Callable) -> Callable:
+    for option in reversed(_PLAN_OPTIONS):
+        f = option(f)
+    return f
+
+
+def _request(kwargs: dict) -> PlanRequest:
+    return PlanRequest(**{k: v for k, v in kwargs.items() if k in PlanRequest.model_fields})
+
+
+def _fail(message: str) -> None:
+    click.echo(f"vllm-eks: error: {message}", err=True)
+    sys.exit(1)
+
+
+def _validation_message(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors():
+        flag = "--" + "-".join(str(x) for x in err["loc"]).replace("_", "-")
+        parts.append(f"{flag}: {err['msg']}")
+    return "; ".join(parts)
+
+
+class _Group(click.Group):
+    """Turns input errors from any command into one line on stderr and exit 1."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except VllmEksError as e:
+            _fail(str(e))
+        except ValidationError as e:
+            _fail(_validation_message(e))
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="vllm-eks")
+def main() -> None:
+    """Size vLLM deployments on Amazon EKS by arithmetic and write Helm values for them."""
+
+
+@main.command()
+@plan_options
+@click.option("--json", "as_json", is_flag=True, help="Print the Plan as one JSON object.")
+def plan(as_json: bool, **kwargs) -> None:
+    """Choose TP/PP/replicas and every engine setting for a model on an instance."""
+    p = make_plan(_request(kwargs))
+    if as_json:
+        click.echo(json.dumps(p.json_summary(), indent=2))
+    else:
+        Console().print(report.summary_table(p))
+
+
+@main.command()
+@plan_options
+def explain(**kwargs) -> None:
+    """Print every number of the Plan with its formula and inputs."""
+    click.echo(report.explanation_text(make_plan(_request(kwargs))), nl=False)
+
+
+@main.command()
+@plan_options
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder to write the values files into.")
+@click.option("--release", default="vllm", show_default=True, help="Helm release name of charts/vllm-inference.")
+@click.option("--namespace", default="llm", show_default=True, help="Namespace of the model server.")
+@click.option("--model-source-kind", type=click.Choice(["huggingface", "s3", "pvc"]), default=None, help="Where the weights come from (default: from --model-source, else huggingface).")
+@click.option("--hf-token-secret", default="hf-token", show_default=True, help="Existing Secret with key HF_TOKEN ('' for none).")
+@click.option("--pvc-name", help="Existing PVC holding the weights (with --model-source-kind pvc).")
+@click.option("--cluster-name", default="my-cluster", show_default=True, help="EKS cluster name (Karpenter discovery tag).")
+@click.option("--capacity-type", "capacity_types", multiple=True, type=click.Choice(["on-demand", "spot", "reserved"]), help="Karpenter capacity types (repeatable; default on-demand).")
+@click.option("--ami-family", type=click.Choice(["al2023", "bottlerocket"]), default="al2023", show_default=True)
+@click.option("--zone", help="Availability zone to pin the GPU pool to (EFA groups are always single-AZ).")
+@click.option("--capacity-reservation-id", "capacity_reservation_ids", multiple=True, help="ODCR or Capacity Block id (repeatable).")
+@click.option("--placement-group", help="EC2 placement group for EFA pools.")
+def values(out_dir: Path, **kwargs) -> None:
+    """Write values for every chart, plan.json and a README into --out."""
+    from .emit import write_scenario
+    from .values.options import ValuesOptions
+
+    p = make_plan(_request(kwargs))
+    opts = {k: v for k, v in kwargs.items() if k in ValuesOptions.model_fields and v not in (None, ())}
+    if "model_source_kind" not in opts:
+        src = kwargs.get("model_source") or ""
+        opts["model_source_kind"] = "s3" if src.startswith("s3://") else ("pvc" if src.startswith("/") else "huggingface")
+    if opts.get("hf_token_secret") == "":
+        opts["hf_token_secret"] = None
+    options = ValuesOptions(**opts)
+    command = "vllm-eks " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    written = write_scenario(p, options, out_dir, command, report.scenario_readme(p, command))
+    for path in written:
+        click.echo(str(path))
+
+
+@main.group()
+def catalog() -> None:
+    """List the built-in catalogs."""
+
+
+@catalog.command("models")
+@click.option("--json", "as_json", is_flag=True)
+def catalog_models(as_json: bool) -> None:
+    """Models known offline, with their architecture facts."""
+    from .catalog import resolve_model
+    from .weights import total_parameters
+
+    rows = []
+    for m in model_catalog().values():
+        a = resolve_model(m.id).architecture
+        rows.append({"id": m.id, "hf_repo": m.hf_repo, "layers": a.num_layers, "heads": a.num_attention_heads,
+                     "kv_heads": a.num_kv_heads, "attention": "MLA" if a.mla else ("GQA" if a.num_kv_heads < a.num_attention_heads else "MHA"),
+                     "moe": bool(a.moe), "sliding_window": a.has_sliding_window,
+                     "quantization": a.quantization.method if a.quantization else None,
+                     "parameters_b": round(total_parameters(a) / 1e9, 2), "max_position": a.max_position_embeddings})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    t = Table(title="vllm-eks model catalog")
+    for col in ("id", "hf_repo", "params (B)", "layers", "heads/kv", "attention", "moe", "sliding", "quant", "max pos"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["id"], r["hf_repo"], f"{r['parameters_b']}", str(r["layers"]), f"{r['heads']}/{r['kv_heads']}",
+                  r["attention"], "yes" if r["moe"] else "", "yes" if r["sliding_window"] else "",
+                  r["quantization"] or "", str(r["max_position"]))
+    Console(width=200).print(t)
+
+
+@catalog.command("instances")
+@click.option("--json", "as_json", is_flag=True)
+def catalog_instances(as_json: bool) -> None:
+    """GPU instance types with the memory CUDA reports and their EFA, CPU and price figures."""
+    rows = [{"instance": h.name, "gpu": h.gpu, "gpus": h.gpus_per_node,
+             "cuda_gib_per_gpu": round(h.gpu_memory_bytes / GIB, 2), "interconnect": h.interconnect,
+             "efa_max": h.efa_max, "alloc_cpu_m": h.alloc_cpu_millicores,
+             "alloc_memory_gib": round(h.alloc_memory_bytes / GIB, 1), "usd_per_hour": h.usd_per_hour}
+            for h in instance_catalog().values()]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    t = Table(title="vllm-eks instance catalog")
+    for col in ("instance", "gpu", "GPUs", "GiB/GPU (CUDA)", "interconnect", "EFA", "alloc CPU", "alloc mem GiB", "$/h"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["instance"], r["gpu"], str(r["gpus"]), f"{r['cuda_gib_per_gpu']:.2f}", r["interconnect"],
+                  str(r["efa_max"]), f"{r['alloc_cpu_m']}m", f"{r['alloc_memory_gib']}",
+                  f"{r['usd_per_hour']:.2f}" if r["usd_per_hour"] is not None else "n/a")
+    Console(width=200).print(t)
+
+
+if __name__ == "__main__":
+    main()
