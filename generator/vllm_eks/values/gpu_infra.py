@@ -1,0 +1,308 @@
+"""Values of charts/gpu-infra (the source of its values.schema.json) and their builder.
+
+One GPU pool per instance type the Plan uses: a Karpenter v1 NodePool plus its EC2NodeClass,
+and the node DaemonSets (NVIDIA device plugin on AL2023 only, EFA device plugin on EFA pools,
+DCGM exporter). Field names and shapes were checked against the pinned Karpenter v1.14.1 CRDs
+(`karpenter.sh_nodepools.yaml`, `karpenter.k8s.aws_ec2nodeclasses.yaml`, see SOURCES.tsv)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from .. import contract
+from ..errors import InvalidOptionError
+from ..hardware import instance_catalog
+from ..plan import Plan
+from .options import ValuesOptions
+
+GIB = 1024**3
+
+# Pinned versions. Each was the newest release found when pinned; bump them deliberately.
+# AL2023 EKS AMI release v20260903 (awslabs/amazon-eks-ami releases; the AL2023 1.35.7-20260903
+# release version appears in entigolabs/entigo-infralib#1488). Bottlerocket 1.65.0 is named in
+# the same update. Karpenter resolves `family@version` aliases (EC2NodeClass amiSelectorTerms).
+DEFAULT_AL2023_VERSION = "v20260903"
+DEFAULT_BOTTLEROCKET_VERSION = "v1.65.0"
+# NVIDIA/k8s-device-plugin v0.19.3 (NVIDIA/gpu-operator#2567 bumps the operator to this tag).
+NVIDIA_DEVICE_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin"
+NVIDIA_DEVICE_PLUGIN_TAG = "v0.19.3"
+# aws/eks-charts#1366 (2026-09-10) bumped the chart to image v0.5.21-eksbuild.13. The image lives
+# in the EKS ECR account 602401143452 in every region; us-west-2 is the chart's default.
+EFA_DEVICE_PLUGIN_IMAGE = "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin"
+EFA_DEVICE_PLUGIN_TAG = "v0.5.21-eksbuild.13"
+# NVIDIA/dcgm-exporter#703 (2026-06-29): 4.5.3-4.8.2 is released as a distroless image only.
+DCGM_EXPORTER_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter"
+DCGM_EXPORTER_TAG = "4.5.3-4.8.2-distroless"
+
+# Disk the serving image takes on the node: containerd keeps the compressed layers in its content
+# store and the unpacked snapshot beside them; vllm/vllm-openai is ~10 GiB compressed.
+IMAGE_DISK_BYTES = 30 * GIB
+# Operating system, logs and kubelet state on the root volume of AL2023.
+OS_DISK_BYTES = 20 * GIB
+# gp3 limits: 3,000-16,000 IOPS, 125-1,000 MiB/s, throughput <= IOPS / 4 (EC2NodeClass CRD text
+# quotes the IOPS range). Model weights stream from disk at load: ask for the full 1,000 MiB/s.
+GP3_IOPS = 16000
+GP3_THROUGHPUT_MIBPS = 1000
+
+
+class _Values(BaseModel):
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+
+class Image(_Values):
+    repository: str = Field(description="Image repository")
+    tag: str = Field(min_length=1, description="Pinned image tag (never `latest`)")
+    pull_policy: Literal["IfNotPresent", "Always"] = Field(
+        default="IfNotPresent", description="Kubernetes imagePullPolicy")
+
+
+class ResourceQuantities(_Values):
+    cpu: str = Field(description="CPU quantity, e.g. 50m")
+    memory: str = Field(description="Memory quantity, e.g. 64Mi")
+
+
+class Resources(_Values):
+    requests: ResourceQuantities = Field(description="Requests: what the scheduler reserves on every GPU node")
+    limits: ResourceQuantities = Field(description="Limits")
+
+
+class DaemonSetValues(_Values):
+    enabled: bool = Field(default=True, description="Render this DaemonSet")
+    image: Image = Field(description="Container image")
+    resources: Resources = Field(description="Container resources (requests count against every GPU node)")
+
+
+class DcgmService(_Values):
+    port: int = Field(default=9400, ge=1, le=65535, description="Service and container port of the metrics endpoint")
+
+
+class DcgmExporter(DaemonSetValues):
+    service: DcgmService = Field(default_factory=DcgmService, description="ClusterIP Service in front of the exporter pods")
+
+
+class Discovery(_Values):
+    tag_key: str = Field(default="karpenter.sh/discovery", min_length=1,
+                         description="Tag key on the subnets and security groups Karpenter may use")
+    tag_value: str = Field(min_length=1, description="Tag value (usually the cluster name)")
+
+
+class MetadataOptions(_Values):
+    http_endpoint: Literal["enabled", "disabled"] = Field(default="enabled", description="IMDS endpoint on or off")
+    http_protocol_ipv6: Literal["enabled", "disabled"] = Field(
+        default="disabled", alias="httpProtocolIPv6", description="IMDS over IPv6")
+    http_put_response_hop_limit: int = Field(
+        default=1, ge=1, le=64,
+        description="1 keeps pods (one hop away) from reaching the node's IMDS credentials")
+    http_tokens: Literal["required", "optional"] = Field(default="required", description="required = IMDSv2 only")
+
+
+class RootVolume(_Values):
+    size_gi: int = Field(default=100, ge=1, le=16384,
+                         description="gp3 volume size in GiB: OS + serving image + model cache")
+    iops: int = Field(default=GP3_IOPS, ge=3000, le=16000, description="gp3 IOPS (3000-16000)")
+    throughput: int = Field(default=GP3_THROUGHPUT_MIBPS, ge=125, le=1000,
+                            description="gp3 throughput in MiB/s (125-1000, at most IOPS/4)")
+    encrypted: bool = Field(default=True, description="Encrypt the volume")
+    kms_key_id: str | None = Field(default=None, description="KMS key ARN; unset = the account's default EBS key")
+
+
+class CapacityReservationTerm(_Values):
+    id: str | None = Field(default=None, pattern=r"^cr-[0-9a-z]+$",
+                           description="ODCR or Capacity Block id (exclusive with the other fields)")
+    tags: dict[str, str] | None = Field(default=None, description="Select reservations by tags")
+    owner_id: str | None = Field(default=None, pattern=r"^[0-9]{12}$", description="Account that owns the reservation")
+    instance_match_criteria: Literal["open", "targeted"] | None = Field(
+        default=None, description="Select reservations by match criteria")
+
+
+class PlacementGroup(_Values):
+    name: str | None = Field(default=None, min_length=1, description="Placement group name (exclusive with id)")
+    id: str | None = Field(default=None, pattern=r"^pg-[0-9a-z]+$", description="Placement group id (exclusive with name)")
+
+
+class Budget(_Values):
+    nodes: str = Field(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$", description="Nodes (count or percent) that may be disrupted at once")
+    reasons: list[Literal["Underutilized", "Empty", "Drifted"]] | None = Field(
+        default=None, description="Disruption reasons this budget applies to; unset = all")
+    schedule: str | None = Field(default=None, description="Cron schedule when the budget starts (with duration)")
+    duration: str | None = Field(default=None, pattern=r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$",
+                                 description="How long the budget is active after each schedule hit")
+
+
+class Disruption(_Values):
+    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = Field(
+        default="WhenEmpty", description="WhenEmpty: never move a serving pod to pack nodes tighter")
+    consolidate_after: str = Field(default="10m", pattern=r"^(([0-9]+(s|m|h))+|Never)$",
+                                   description="Wait this long after a node empties before removing it")
+    budgets: list[Budget] = Field(default_factory=lambda: [Budget(nodes="1")],
+                                  description="At most this many nodes of the pool disrupted at once")
+    expire_after: str = Field(default="720h", pattern=r"^(([0-9]+(s|m|h))+|Never)$",
+                              description="Replace nodes this long after launch (patching)")
+    termination_grace_period: str | None = Field(
+        default=None, pattern=r"^([0-9]+(s|m|h))+$",
+        description="Force node drain after this long; unset = wait for PodDisruptionBudgets")
+
+
+class PoolDefaults(_Values):
+    """Settings every pool inherits unless the pool sets the key itself (maps merge key by key)."""
+
+    capacity_types: list[Literal["on-demand", "spot", "reserved"]] = Field(
+        default_factory=lambda: ["on-demand"], min_length=1, description="Karpenter capacity types")
+    zones: list[str] = Field(default_factory=list, description="Availability zones; one zone required on EFA pools")
+    efa: bool = Field(default=False, description="Pool serves pods that request EFA interfaces")
+    weight: int = Field(default=10, ge=1, le=100, description="NodePool weight (higher is tried first)")
+    labels: dict[str, str] = Field(default_factory=dict, description="Extra node labels")
+    instance_store_policy: Literal["RAID0"] | None = Field(
+        default=None, description="RAID0: put kubelet and containerd storage on the local NVMe disks")
+    root_volume: RootVolume = Field(default_factory=RootVolume,
+                                    description="Root (AL2023) or data (Bottlerocket) volume")
+    capacity_reservations: list[CapacityReservationTerm] = Field(
+        default_factory=list, description="ODCR / Capacity Block selector terms (need capacity type reserved)")
+    placement_group: PlacementGroup | None = Field(default=None, description="Cluster placement group (EFA pools)")
+    disruption: Disruption = Field(default_factory=Disruption, description="Karpenter disruption settings")
+
+
+class RootVolumeOverride(_Values):
+    size_gi: int | None = Field(default=None, ge=1, le=16384, description="gp3 volume size in GiB")
+    iops: int | None = Field(default=None, ge=3000, le=16000, description="gp3 IOPS (3000-16000)")
+    throughput: int | None = Field(default=None, ge=125, le=1000, description="gp3 throughput in MiB/s")
+    encrypted: bool | None = Field(default=None, description="Encrypt the volume")
+    kms_key_id: str | None = Field(default=None, description="KMS key ARN")
+
+
+class DisruptionOverride(_Values):
+    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] | None = Field(
+        default=None, description="Karpenter consolidation policy")
+    consolidate_after: str | None = Field(default=None, pattern=r"^(([0-9]+(s|m|h))+|Never)$",
+                                          description="Wait this long after a node empties before removing it")
+    budgets: list[Budget] | None = Field(default=None, description="Disruption budgets")
+    expire_after: str | None = Field(default=None, pattern=r"^(([0-9]+(s|m|h))+|Never)$",
+                                     description="Replace nodes this long after launch")
+    termination_grace_period: str | None = Field(default=None, pattern=r"^([0-9]+(s|m|h))+$",
+                                                 description="Force node drain after this long")
+
+
+class Pool(_Values):
+    """One GPU pool. Keys left out come from poolDefaults."""
+
+    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63,
+                      description=f"NodePool/EC2NodeClass name and value of the {contract.POOL_LABEL} node label")
+    instance_types: list[str] = Field(min_length=1, description="EC2 instance types of the pool")
+    gpu_limit: int = Field(ge=1, description="NodePool limit on nvidia.com/gpu (GPUs of all its nodes)")
+    capacity_types: list[Literal["on-demand", "spot", "reserved"]] | None = Field(
+        default=None, min_length=1, description="Karpenter capacity types")
+    zones: list[str] | None = Field(default=None, description="Availability zones; exactly one on EFA pools")
+    efa: bool | None = Field(default=None, description="Pool serves pods that request EFA interfaces")
+    weight: int | None = Field(default=None, ge=1, le=100, description="NodePool weight (higher is tried first)")
+    labels: dict[str, str] | None = Field(default=None, description="Extra node labels")
+    instance_store_policy: Literal["RAID0"] | None = Field(
+        default=None, description="RAID0 where the instance has local NVMe disks")
+    root_volume: RootVolumeOverride | None = Field(default=None, description="Overrides of poolDefaults.rootVolume")
+    capacity_reservations: list[CapacityReservationTerm] | None = Field(
+        default=None, description="ODCR / Capacity Block selector terms")
+    placement_group: PlacementGroup | None = Field(default=None, description="Cluster placement group")
+    disruption: DisruptionOverride | None = Field(default=None, description="Overrides of poolDefaults.disruption")
+
+
+class NetworkPolicy(_Values):
+    enabled: bool = Field(default=True, description="Render a NetworkPolicy per DaemonSet")
+    metrics_from: list[dict[str, Any]] = Field(
+        default_factory=list, description="NetworkPolicy peers allowed to scrape the DCGM exporter (empty = any)")
+
+
+class GpuInfraValues(_Values):
+    cluster_name: str = Field(min_length=1, description="EKS cluster name")
+    ami_family: Literal["al2023", "bottlerocket"] = Field(default="al2023", description="EKS optimized AMI family")
+    ami_version: str = Field(min_length=1, description="Pinned AMI release for the alias family@version")
+    allow_latest_ami: bool = Field(default=False, description="Permit amiVersion latest (drifts every node on each release)")
+    node_role: str = Field(min_length=1, description="IAM role name of the nodes (EC2NodeClass spec.role)")
+    discovery: Discovery = Field(description="Tag that selects subnets and security groups")
+    ec2_tags: dict[str, str] = Field(default_factory=lambda: {"workload": "llm-inference"},
+                                     description="Tags on instances and volumes, for cost allocation")
+    metadata_options: MetadataOptions = Field(default_factory=MetadataOptions, description="IMDS settings")
+    priority_class_name: str = Field(default="system-node-critical", description="Priority class of the DaemonSets")
+    pool_defaults: PoolDefaults = Field(default_factory=PoolDefaults, description="Settings every pool inherits")
+    pools: list[Pool] = Field(min_length=1, description="GPU pools")
+    nvidia_device_plugin: DaemonSetValues = Field(
+        default_factory=lambda: DaemonSetValues(
+            image=Image(repository=NVIDIA_DEVICE_PLUGIN_IMAGE, tag=NVIDIA_DEVICE_PLUGIN_TAG),
+            resources=Resources(requests=ResourceQuantities(cpu="50m", memory="64Mi"),
+                                limits=ResourceQuantities(cpu="200m", memory="256Mi"))),
+        description="NVIDIA device plugin (AL2023 only; built into Bottlerocket NVIDIA AMIs)")
+    efa_device_plugin: DaemonSetValues = Field(
+        default_factory=lambda: DaemonSetValues(
+            enabled=False,
+            image=Image(repository=EFA_DEVICE_PLUGIN_IMAGE, tag=EFA_DEVICE_PLUGIN_TAG),
+            resources=Resources(requests=ResourceQuantities(cpu="10m", memory="32Mi"),
+                                limits=ResourceQuantities(cpu="100m", memory="128Mi"))),
+        description="EFA device plugin (on EFA pools)")
+    dcgm_exporter: DcgmExporter = Field(
+        default_factory=lambda: DcgmExporter(
+            image=Image(repository=DCGM_EXPORTER_IMAGE, tag=DCGM_EXPORTER_TAG),
+            resources=Resources(requests=ResourceQuantities(cpu="100m", memory="512Mi"),
+                                limits=ResourceQuantities(cpu="500m", memory="1Gi"))),
+        description="DCGM exporter: GPU metrics")
+    network_policy: NetworkPolicy = Field(default_factory=NetworkPolicy, description="NetworkPolicies of the DaemonSets")
+
+
+def root_volume_gib(plan: Plan) -> int:
+    """OS + serving image + the pod's ephemeral storage (model cache), rounded up to 10 GiB."""
+    total = OS_DISK_BYTES + IMAGE_DISK_BYTES + plan.ephemeral_storage_bytes
+    return int(math.ceil(total / (10 * GIB)) * 10)
+
+
+def gpu_limit(plan: Plan) -> int:
+    """GPUs of every node the serving pods need, plus one replica group for a rolling update.
+
+    Karpenter counts a node's whole capacity against `limits`, so the unit is nodes x GPUs per
+    node. The extra group lets a surge replica (or the replacement of a drained node) launch while
+    the old one still runs; without it the rollout stalls at the limit."""
+    group = plan.nodes_per_replica * plan.gpus_per_node
+    return (plan.replicas + 1) * group
+
+
+def _placement_group(name: str | None) -> PlacementGroup | None:
+    if not name:
+        return None
+    return PlacementGroup(id=name) if name.startswith("pg-") else PlacementGroup(name=name)
+
+
+def build_values(plan: Plan, options: ValuesOptions) -> GpuInfraValues:
+    catalog = instance_catalog()
+    hw = catalog.get(plan.instance)
+    efa = plan.efa_devices_per_pod > 0
+    if efa and not options.zone:
+        raise InvalidOptionError(
+            f"--zone is required: the plan uses EFA ({plan.efa_devices_per_pod} interfaces per pod) and an "
+            "EFA pool must stay in one availability zone (EFA traffic does not cross zones)")
+    capacity_types = list(dict.fromkeys(options.capacity_types))
+    if options.capacity_reservation_ids and "reserved" not in capacity_types:
+        capacity_types.append("reserved")
+    pool = Pool(
+        name=contract.pool_name(plan.instance),
+        instance_types=[plan.instance],
+        capacity_types=capacity_types,
+        zones=[options.zone] if options.zone else [],
+        efa=efa,
+        gpu_limit=gpu_limit(plan),
+        instance_store_policy="RAID0" if hw is not None and hw.local_nvme_gb > 0 else None,
+        root_volume=RootVolumeOverride(size_gi=root_volume_gib(plan)),
+        capacity_reservations=[CapacityReservationTerm(id=i) for i in options.capacity_reservation_ids],
+        placement_group=_placement_group(options.placement_group),
+    )
+    values = GpuInfraValues(
+        cluster_name=options.cluster_name,
+        ami_family=options.ami_family,
+        ami_version=DEFAULT_AL2023_VERSION if options.ami_family == "al2023" else DEFAULT_BOTTLEROCKET_VERSION,
+        node_role=f"KarpenterNodeRole-{options.cluster_name}",
+        discovery=Discovery(tag_value=options.cluster_name),
+        pools=[pool],
+    )
+    # Bottlerocket NVIDIA AMIs run the device plugin themselves; a second one would fight it.
+    values.nvidia_device_plugin.enabled = options.ami_family == "al2023"
+    values.efa_device_plugin.enabled = efa
+    return values
