@@ -1,0 +1,237 @@
+{{/*
+Name of the chart, overridable.
+*/}}
+{{- define "observability.name" -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Fully qualified name of this release's objects.
+*/}}
+{{- define "observability.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Kubernetes recommended labels.
+*/}}
+{{- define "observability.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "observability.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: monitoring
+app.kubernetes.io/part-of: vllm-eks
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/*
+Minimal selector labels.
+*/}}
+{{- define "observability.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "observability.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/*
+Labels of objects a Prometheus must pick up (monitors and rules).
+*/}}
+{{- define "observability.monitorLabels" -}}
+{{ include "observability.labels" . }}
+{{- with .Values.prometheus.monitorLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Namespace of the model server.
+*/}}
+{{- define "observability.targetNamespace" -}}
+{{- default .Release.Namespace .Values.target.namespace -}}
+{{- end -}}
+
+{{/*
+Name of the Deployment / LeaderWorkerSet / RayService of charts/vllm-inference. Mirrors the
+fullname rule of that chart (charts/vllm-inference/templates/_helpers.tpl) and
+generator/vllm_eks/values/observability.py:vllm_inference_fullname.
+*/}}
+{{- define "observability.targetName" -}}
+{{- if .Values.target.name -}}
+{{- .Values.target.name -}}
+{{- else if contains "vllm-inference" .Values.target.release -}}
+{{- .Values.target.release | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Values.target.release "vllm-inference" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Labels selecting the model-server Service (single-node) or leader pods (multi-node).
+*/}}
+{{- define "observability.vllmMatchLabels" -}}
+{{- if .Values.monitors.vllm.matchLabels -}}
+{{ toYaml .Values.monitors.vllm.matchLabels }}
+{{- else -}}
+app.kubernetes.io/name: vllm-inference
+app.kubernetes.io/instance: {{ .Values.target.release }}
+app.kubernetes.io/component: server
+{{- if eq .Values.topology "multi-node" }}
+leaderworkerset.sigs.k8s.io/worker-index: "0"
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Labels selecting the Ray pods of the RayService.
+*/}}
+{{- define "observability.rayMatchLabels" -}}
+{{- if .Values.monitors.rayServe.matchLabels -}}
+{{ toYaml .Values.monitors.rayServe.matchLabels }}
+{{- else -}}
+ray.io/is-ray-node: "yes"
+app.kubernetes.io/instance: {{ .Values.target.release }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Relabeling shared by every model-server endpoint: a fixed `job` label, so that rules and the
+ScaledObject select the same series whether a ServiceMonitor or a PodMonitor scraped them.
+*/}}
+{{- define "observability.jobRelabeling" -}}
+- action: replace
+  targetLabel: job
+  replacement: {{ .job | quote }}
+{{- end -}}
+
+{{/*
+PromQL label matchers of this release's vLLM series, e.g. namespace="llm",job="vllm".
+*/}}
+{{- define "observability.vllmSelector" -}}
+{{- printf "namespace=%q,job=%q" (include "observability.targetNamespace" .) .Values.metrics.job -}}
+{{- end -}}
+
+{{/*
+PromQL label matchers of this release's model-server pods in kube-state-metrics series.
+*/}}
+{{- define "observability.podSelector" -}}
+{{- $regex := default (printf "%s-.*" (include "observability.targetName" .)) .Values.rules.podRegex -}}
+{{- printf "namespace=%q,pod=~%q" (include "observability.targetNamespace" .) $regex -}}
+{{- end -}}
+
+{{/*
+PromQL label matchers of the DCGM exporter series.
+*/}}
+{{- define "observability.dcgmSelector" -}}
+{{- printf "job=%q" .Values.monitors.dcgm.job -}}
+{{- end -}}
+
+{{/*
+Query of the KEDA trigger: requests waiting summed over every engine of the release.
+*/}}
+{{- define "observability.scalerQuery" -}}
+{{- printf "sum(vllm:num_requests_waiting{%s})" (include "observability.vllmSelector" .) -}}
+{{- end -}}
+
+{{/*
+Values substituted for ${name} placeholders in rules/*.yaml.
+*/}}
+{{- define "observability.ruleParameters" -}}
+vllmSelector: {{ include "observability.vllmSelector" . | quote }}
+podSelector: {{ include "observability.podSelector" . | quote }}
+dcgmSelector: {{ include "observability.dcgmSelector" . | quote }}
+runbookBaseUrl: {{ .Values.rules.runbookBaseUrl | trimSuffix "/" | quote }}
+ttftP99Seconds: {{ .Values.rules.slo.ttftP99Seconds | toString | quote }}
+tpotP99Seconds: {{ .Values.rules.slo.tpotP99Seconds | toString | quote }}
+kvCacheUsage: {{ .Values.rules.thresholds.kvCacheUsage | toString | quote }}
+queueDepthPerReplica: {{ .Values.rules.thresholds.queueDepthPerReplica | toString | quote }}
+errorRatio: {{ .Values.rules.thresholds.errorRatio | toString | quote }}
+preemptionsPerSecond: {{ .Values.rules.thresholds.preemptionsPerSecond | toString | quote }}
+restarts: {{ .Values.rules.thresholds.restarts | toString | quote }}
+{{- end -}}
+
+{{/*
+One rule file of rules/ with its ${name} placeholders replaced, as a list of groups. Alert labels
+from rules.additionalAlertLabels are merged into every alerting rule.
+Usage: include "observability.ruleGroups" (dict "root" $ "file" "rules/x.yaml")
+*/}}
+{{- define "observability.ruleGroups" -}}
+{{- $root := .root -}}
+{{- $text := $root.Files.Get .file -}}
+{{- if not $text -}}
+{{- fail (printf "observability: rule source %s is missing from the chart" .file) -}}
+{{- end -}}
+{{- $params := include "observability.ruleParameters" $root | fromYaml -}}
+{{- range $key, $value := $params -}}
+{{- $text = replace (printf "${%s}" $key) (toString $value) $text -}}
+{{- end -}}
+{{- if contains "${" $text -}}
+{{- fail (printf "observability: %s has a placeholder with no value: %s" .file (regexFind "\\$\\{[^}]*\\}" $text)) -}}
+{{- end -}}
+{{- $doc := $text | fromYaml -}}
+{{- if hasKey $doc "Error" -}}
+{{- fail (printf "observability: %s is not valid YAML after substitution: %s" .file $doc.Error) -}}
+{{- end -}}
+{{- $groups := list -}}
+{{- range $group := $doc.groups -}}
+{{- $rules := list -}}
+{{- range $rule := $group.rules -}}
+{{- if and (hasKey $rule "alert") $root.Values.rules.additionalAlertLabels -}}
+{{- $_ := set $rule "labels" (merge (deepCopy (default dict $rule.labels)) $root.Values.rules.additionalAlertLabels) -}}
+{{- end -}}
+{{- $rules = append $rules $rule -}}
+{{- end -}}
+{{- $_ := set $group "rules" $rules -}}
+{{- $groups = append $groups $group -}}
+{{- end -}}
+{{- toYaml $groups -}}
+{{- end -}}
+
+{{/*
+Collects every value error and fails once, naming the keys.
+*/}}
+{{- define "observability.validate" -}}
+{{- $errors := list -}}
+{{- $v := .Values -}}
+{{- if not (has $v.topology (list "single-node" "multi-node" "ray-serve")) -}}
+{{- $errors = append $errors (printf "topology: %q is not one of single-node, multi-node, ray-serve" $v.topology) -}}
+{{- end -}}
+{{- if not $v.target.release -}}
+{{- $errors = append $errors "target.release: must name the vllm-inference release" -}}
+{{- end -}}
+{{- if not $v.metrics.job -}}
+{{- $errors = append $errors "metrics.job: must not be empty (rules and the ScaledObject select on it)" -}}
+{{- end -}}
+{{- if and $v.rules.enabled (not $v.rules.runbookBaseUrl) -}}
+{{- $errors = append $errors "rules.runbookBaseUrl: must be set when rules.enabled (alerts link to runbooks)" -}}
+{{- end -}}
+{{- if and $v.autoscaling.enabled (ne $v.topology "ray-serve") -}}
+{{- $a := $v.autoscaling -}}
+{{- if and (lt (int $a.minReplicaCount) 1) (not $a.allowScaleToZero) -}}
+{{- $errors = append $errors (printf "autoscaling.minReplicaCount: %v scales to zero; set autoscaling.allowScaleToZero: true to allow it (the first request then waits for a node and a model load)" $a.minReplicaCount) -}}
+{{- end -}}
+{{- if and (lt (int $a.minReplicaCount) 1) $a.allowScaleToZero (not $a.extraTriggers) -}}
+{{- $errors = append $errors "autoscaling.extraTriggers: scale-to-zero needs a trigger that sees incoming traffic; vLLM exports no queue metric while no replica runs" -}}
+{{- end -}}
+{{- if lt (int $a.maxReplicaCount) (int $a.minReplicaCount) -}}
+{{- $errors = append $errors (printf "autoscaling.maxReplicaCount: %v is below autoscaling.minReplicaCount %v" $a.maxReplicaCount $a.minReplicaCount) -}}
+{{- end -}}
+{{- if lt (int $a.cooldownPeriod) 600 -}}
+{{- $errors = append $errors (printf "autoscaling.cooldownPeriod: %v is below 600 s; a GPU node plus a model load takes minutes" $a.cooldownPeriod) -}}
+{{- end -}}
+{{- if lt (int $a.behavior.scaleDown.stabilizationWindowSeconds) 600 -}}
+{{- $errors = append $errors (printf "autoscaling.behavior.scaleDown.stabilizationWindowSeconds: %v is below 600 s; shorter windows flap" $a.behavior.scaleDown.stabilizationWindowSeconds) -}}
+{{- end -}}
+{{- if and $a.fallback.enabled (gt (int $a.fallback.replicas) (int $a.maxReplicaCount)) -}}
+{{- $errors = append $errors (printf "autoscaling.fallback.replicas: %v is above autoscaling.maxReplicaCount %v" $a.fallback.replicas $a.maxReplicaCount) -}}
+{{- end -}}
+{{- if and $a.triggerAuthentication.enabled (not $a.triggerAuthentication.secretTargetRef) (not $a.triggerAuthentication.podIdentityProvider) -}}
+{{- $errors = append $errors "autoscaling.triggerAuthentication: enabled but neither secretTargetRef nor podIdentityProvider is set" -}}
+{{- end -}}
+{{- end -}}
+{{- if $errors -}}
+{{- fail (printf "\n\nobservability: invalid values:\n  - %s\n" (join "\n  - " $errors)) -}}
+{{- end -}}
+{{- end -}}
