@@ -15,3 +15,5 @@ CHART_BUILDERS: dict[str, ChartBuilder] = {}
 
 from .gpu_infra import build_values as _gpu_infra  # noqa: E402
 CHART_BUILDERS["gpu-infra"] = _gpu_infra
+from .observability import build_values as _observability  # noqa: E402
+CHART_BUILDERS["observability"] = _observability

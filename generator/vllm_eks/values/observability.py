@@ -1,0 +1,266 @@
+"""Values of charts/observability (the source of its values.schema.json) and their builder.
+
+Monitors per serving topology, the PrometheusRule (recording rules and alerts), Grafana dashboard
+ConfigMaps and the KEDA ScaledObject. Field names and shapes were checked against the pinned
+prometheus-operator v0.93.0 and KEDA v2.20.2 CRDs (see ../shared/crds/SOURCES.tsv)."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+from .. import contract
+from ..plan import Plan
+from .options import ValuesOptions
+
+# Chart name of the model server; its fullname helper (charts/vllm-inference/templates/_helpers.tpl)
+# is mirrored by vllm_inference_fullname below and by observability.targetName in the chart.
+VLLM_INFERENCE_CHART = "vllm-inference"
+# Where alert runbook_url links point: docs/runbooks of the published repository.
+RUNBOOK_BASE_URL = "https://github.com/vllm-eks/vllm-eks/blob/main/docs/runbooks"
+# KEDA's trigger threshold and cooldown from seed 004 §7 (queue of 5 per replica, ten minutes).
+KEDA_QUEUE_THRESHOLD = 5
+MIN_COOLDOWN_SECONDS = 600
+# HPA policy periods must lie in (0, 1800] s (autoscaling/v2 HPAScalingPolicy).
+HPA_MAX_PERIOD_SECONDS = 1800
+
+Topology = Literal["single-node", "multi-node", "ray-serve"]
+Duration = str  # Prometheus duration, validated by pattern below
+DURATION_PATTERN = r"^([0-9]+(ms|s|m|h))+$"
+LABEL_VALUE_PATTERN = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+
+
+class _Values(BaseModel):
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+
+class Target(_Values):
+    release: str = Field(default="vllm", min_length=1, max_length=53,
+                         description="Helm release name of charts/vllm-inference (its app.kubernetes.io/instance label)")
+    namespace: str = Field(default="", max_length=63,
+                           description="Namespace of the model server; the ScaledObject is created there. "
+                                       "Empty: the release namespace")
+    name: str = Field(default="", max_length=63,
+                      description="Deployment / LeaderWorkerSet / RayService name (the vllm-inference fullname). "
+                                  "Empty: computed like charts/vllm-inference does")
+    served_model_name: str = Field(default="", description="Model name vLLM reports in its model_name label")
+
+
+class Prometheus(_Values):
+    monitor_labels: dict[str, str] = Field(
+        default_factory=lambda: {"release": "kube-prometheus-stack"},
+        description="Labels on monitors and rules so the Prometheus selects them")
+    server_address: str = Field(default="http://prometheus-operated.monitoring.svc:9090",
+                                pattern=r"^https?://", description="URL of the Prometheus HTTP API KEDA queries")
+
+
+class Metrics(_Values):
+    job: str = Field(default="vllm", min_length=1, pattern=LABEL_VALUE_PATTERN,
+                     description="job label written on every vLLM series; rules and the ScaledObject select on it")
+    interval: Duration = Field(default="15s", pattern=DURATION_PATTERN, description="Scrape interval")
+    scrape_timeout: Duration = Field(default="10s", pattern=DURATION_PATTERN, description="Scrape timeout")
+
+
+class VllmMonitor(_Values):
+    enabled: bool = Field(default=True, description="Render the model-server ServiceMonitor / PodMonitor")
+    port: str = Field(default=contract.SERVING_PORT_NAME, min_length=1, description="Port name serving /metrics")
+    path: str = Field(default=contract.METRICS_PATH, pattern=r"^/", description="HTTP path of the metrics endpoint")
+    match_labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Labels selecting the Service (single-node) or pods (multi-node). Empty: the vllm-inference labels")
+
+
+class RayServeMonitor(_Values):
+    port: str = Field(default="metrics", min_length=1, description="Ray container port name of the metrics agent")
+    match_labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Labels selecting the RayService's Ray pods. Empty: ray.io/is-ray-node and the release instance")
+
+
+class DcgmMonitor(_Values):
+    enabled: bool = Field(default=True, description="Render the DCGM exporter ServiceMonitor and the GPU alerts")
+    namespaces: list[str] = Field(default_factory=list, description="Namespaces of the exporter Service. Empty: all")
+    match_labels: dict[str, str] = Field(
+        default_factory=lambda: {"app.kubernetes.io/name": "gpu-infra",
+                                 "app.kubernetes.io/component": "dcgm-exporter"},
+        min_length=1, description="Labels selecting the DCGM exporter Service of charts/gpu-infra")
+    port: str = Field(default="metrics", min_length=1, description="Service port name serving /metrics")
+    job: str = Field(default="dcgm-exporter", min_length=1, pattern=LABEL_VALUE_PATTERN,
+                     description="job label written on DCGM series; GPU alerts select on it")
+    interval: Duration = Field(default="30s", pattern=DURATION_PATTERN, description="Scrape interval")
+
+
+class Monitors(_Values):
+    vllm: VllmMonitor = Field(default_factory=VllmMonitor, description="Model-server monitor")
+    ray_serve: RayServeMonitor = Field(default_factory=RayServeMonitor, description="Ray Serve pods monitor")
+    dcgm: DcgmMonitor = Field(default_factory=DcgmMonitor, description="DCGM exporter monitor")
+
+
+class Dashboards(_Values):
+    enabled: bool = Field(default=True, description="Render the Grafana dashboard ConfigMaps")
+    sidecar_labels: dict[str, str] = Field(default_factory=lambda: {"grafana_dashboard": "1"}, min_length=1,
+                                           description="Label the Grafana dashboard sidecar watches for")
+    annotations: dict[str, str] = Field(default_factory=dict, description="Annotations on the dashboard ConfigMaps")
+
+
+class Slo(_Values):
+    ttft_p99_seconds: float = Field(default=2.0, gt=0, description="p99 time to first token SLO (seconds)")
+    tpot_p99_seconds: float = Field(default=0.1, gt=0, description="p99 time per output token SLO (seconds)")
+
+
+class Thresholds(_Values):
+    kv_cache_usage: float = Field(default=0.9, gt=0, le=1,
+                                  description="KV cache usage that, with requests waiting, means short on memory")
+    queue_depth_per_replica: int = Field(default=64, ge=1,
+                                         description="Requests waiting per engine, sustained, that mean short on compute")
+    error_ratio: float = Field(default=0.05, gt=0, le=1, description="Fraction of requests ending in an engine error")
+    preemptions_per_second: float = Field(default=0.1, gt=0, description="Preemptions per second")
+    restarts: int = Field(default=3, ge=1, description="Container restarts in 30 minutes that mean a restart loop")
+
+
+class Rules(_Values):
+    enabled: bool = Field(default=True, description="Render the PrometheusRule")
+    runbook_base_url: str = Field(default=RUNBOOK_BASE_URL, pattern=r"^https?://",
+                                  description="Base URL of docs/runbooks; runbook_url = <this>/<page>.md")
+    slo: Slo = Field(default_factory=Slo, description="Latency SLOs")
+    thresholds: Thresholds = Field(default_factory=Thresholds, description="Alert thresholds")
+    pod_regex: str = Field(default="", description="Model-server pod name regex for the restart alert. "
+                                                   "Empty: <target name>-.*")
+    kube_state_metrics: bool = Field(default=True, description="Render the restart-loop alert (kube-state-metrics)")
+    additional_alert_labels: dict[str, str] = Field(default_factory=dict, description="Extra labels on every alert")
+
+
+class ScalingPolicy(_Values):
+    stabilization_window_seconds: int = Field(ge=0, le=3600, description="HPA stabilization window (seconds)")
+    replicas: int = Field(ge=1, description="Replicas changed at most per periodSeconds")
+    period_seconds: int = Field(ge=1, le=HPA_MAX_PERIOD_SECONDS, description="Policy period (seconds)")
+
+
+class Behavior(_Values):
+    scale_up: ScalingPolicy = Field(
+        default_factory=lambda: ScalingPolicy(stabilization_window_seconds=60, replicas=2, period_seconds=600),
+        description="Scale-up policy")
+    scale_down: ScalingPolicy = Field(
+        default_factory=lambda: ScalingPolicy(stabilization_window_seconds=600, replicas=1, period_seconds=300),
+        description="Scale-down policy")
+
+    @model_validator(mode="after")
+    def _no_flapping(self) -> Behavior:
+        if self.scale_down.stabilization_window_seconds < MIN_COOLDOWN_SECONDS:
+            raise ValueError(f"scaleDown.stabilizationWindowSeconds must be >= {MIN_COOLDOWN_SECONDS}")
+        return self
+
+
+class Fallback(_Values):
+    enabled: bool = Field(default=True, description="Use KEDA's fallback when the query fails")
+    failure_threshold: int = Field(default=3, ge=1, description="Failed queries before the fallback applies")
+    replicas: int = Field(default=1, ge=0, description="Replicas during fallback")
+    behavior: Literal["static", "currentReplicas", "currentReplicasIfHigher", "currentReplicasIfLower"] = Field(
+        default="currentReplicasIfHigher", description="KEDA fallback behavior")
+
+
+class SecretTargetRef(_Values):
+    parameter: str = Field(min_length=1, description="KEDA scaler parameter, e.g. bearerToken")
+    name: str = Field(min_length=1, description="Secret name")
+    key: str = Field(min_length=1, description="Key in the Secret")
+
+
+class TriggerAuthentication(_Values):
+    enabled: bool = Field(default=False, description="Render a TriggerAuthentication for the Prometheus trigger")
+    auth_modes: str = Field(default="", description="KEDA prometheus scaler authModes (bearer, basic, tls)")
+    secret_target_ref: list[SecretTargetRef] = Field(default_factory=list, description="Secret keys to parameters")
+    pod_identity_provider: Literal["", "aws", "aws-eks"] = Field(default="", description="Pod identity provider")
+    aws_region: str = Field(default="", description="Region of Amazon Managed Service for Prometheus")
+
+
+class Autoscaling(_Values):
+    enabled: bool = Field(default=True, description="Render the KEDA ScaledObject (single-node, multi-node)")
+    min_replica_count: int = Field(default=1, ge=0, description="Fewest replicas (LeaderWorkerSet groups)")
+    max_replica_count: int = Field(default=4, ge=1, description="Most replicas (groups)")
+    allow_scale_to_zero: bool = Field(default=False, description="Allow minReplicaCount 0")
+    threshold: int = Field(default=KEDA_QUEUE_THRESHOLD, ge=1, description="Requests waiting per replica aimed at")
+    activation_threshold: int = Field(default=0, ge=0, description="Queue that activates the target from zero")
+    polling_interval: int = Field(default=30, ge=5, description="Seconds between KEDA queries")
+    cooldown_period: int = Field(default=MIN_COOLDOWN_SECONDS, ge=MIN_COOLDOWN_SECONDS,
+                                 description="Seconds after the last activity before scaling to zero")
+    behavior: Behavior = Field(default_factory=Behavior, description="HPA behavior")
+    fallback: Fallback = Field(default_factory=Fallback, description="Behaviour when Prometheus is unreachable")
+    ignore_null_values: bool = Field(default=False, description="Read an empty query result as 0 instead of an error")
+    extra_triggers: list[dict] = Field(default_factory=list, description="Extra KEDA triggers appended as-is")
+    trigger_authentication: TriggerAuthentication = Field(default_factory=TriggerAuthentication,
+                                                          description="Optional TriggerAuthentication")
+
+    @model_validator(mode="after")
+    def _replica_bounds(self) -> Autoscaling:
+        if self.min_replica_count < 1 and not self.allow_scale_to_zero:
+            raise ValueError("minReplicaCount 0 needs allowScaleToZero: true")
+        if self.min_replica_count < 1 and not self.extra_triggers:
+            raise ValueError("scale-to-zero needs extraTriggers: vLLM exports no queue while no replica runs")
+        if self.max_replica_count < self.min_replica_count:
+            raise ValueError("maxReplicaCount must be >= minReplicaCount")
+        if self.fallback.enabled and self.fallback.replicas > self.max_replica_count:
+            raise ValueError("fallback.replicas must be <= maxReplicaCount")
+        return self
+
+
+class ObservabilityValues(_Values):
+    topology: Topology = Field(default="single-node", description="Serving topology of the vllm-inference release")
+    target: Target = Field(default_factory=Target, description="The vllm-inference release observed")
+    prometheus: Prometheus = Field(default_factory=Prometheus, description="Prometheus selection and address")
+    metrics: Metrics = Field(default_factory=Metrics, description="Scrape settings of the model server")
+    monitors: Monitors = Field(default_factory=Monitors, description="ServiceMonitors and PodMonitors")
+    dashboards: Dashboards = Field(default_factory=Dashboards, description="Grafana dashboards")
+    rules: Rules = Field(default_factory=Rules, description="Recording rules and alerts")
+    autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="KEDA ScaledObject")
+
+
+def vllm_inference_fullname(release: str) -> str:
+    """Object name charts/vllm-inference gives its Deployment, Service and LeaderWorkerSet: the
+    release name when it already contains the chart name, else `<release>-vllm-inference`,
+    cut to 63 characters (its `vllm-inference.fullname` helper, without overrides)."""
+    name = release if VLLM_INFERENCE_CHART in release else f"{release}-{VLLM_INFERENCE_CHART}"
+    return name[:63].rstrip("-")
+
+
+def queue_depth_threshold(plan: Plan) -> int:
+    """Requests waiting per engine that mean "short on compute": a quarter of the running batch
+    (max_num_seqs) waiting for 15 minutes, and never below twice the queue KEDA aims at, so the
+    alert means autoscaling is not keeping up rather than that it is about to act."""
+    return max(2 * KEDA_QUEUE_THRESHOLD, math.ceil(plan.max_num_seqs / 4))
+
+
+def autoscaling_for(plan: Plan) -> Autoscaling:
+    """KEDA bounds from the Plan: the planned replicas are the floor (the concurrency target needs
+    them) and the fallback; the ceiling doubles capacity or adds three replicas, whichever is more.
+    Scale-up adds at most two replicas per replica start-up time (startup probe budget), so the
+    HPA sees new replicas serve before it adds more."""
+    floor = max(1, plan.replicas)
+    ceiling = max(floor + 3, 2 * floor)
+    warmup = min(HPA_MAX_PERIOD_SECONDS, max(60, plan.startup_probe_seconds))
+    return Autoscaling(
+        min_replica_count=floor,
+        max_replica_count=ceiling,
+        behavior=Behavior(
+            scale_up=ScalingPolicy(stabilization_window_seconds=60, replicas=2, period_seconds=warmup),
+            scale_down=ScalingPolicy(stabilization_window_seconds=MIN_COOLDOWN_SECONDS, replicas=1,
+                                     period_seconds=300),
+        ),
+        fallback=Fallback(replicas=floor),
+    )
+
+
+def build_values(plan: Plan, options: ValuesOptions) -> ObservabilityValues:
+    topology: Topology = plan.topology
+    return ObservabilityValues(
+        topology=topology,
+        target=Target(release=options.release, namespace=options.namespace,
+                      name=vllm_inference_fullname(options.release),
+                      served_model_name=plan.served_model_name),
+        prometheus=Prometheus(monitor_labels={"release": options.prometheus_release_label}),
+        metrics=Metrics(job=options.release),
+        rules=Rules(thresholds=Thresholds(queue_depth_per_replica=queue_depth_threshold(plan))),
+        autoscaling=autoscaling_for(plan),
+    )
