@@ -17,6 +17,9 @@ class ValuesOptions(BaseModel):
     model_source_kind: Literal["huggingface", "s3", "pvc"] = "huggingface"
     hf_token_secret: str | None = Field(default="hf-token", description="Existing Secret holding HF_TOKEN")
     pvc_name: str | None = None
+    pvc_mount_path: str = Field(default="/models", description="Where the PVC is mounted; the model source is a path under it")
+    iam_role_arn: str | None = Field(default=None, description=(
+        "IAM role for the model server's ServiceAccount (IRSA annotation), e.g. to read an s3:// model"))
     # cluster / capacity (charts/gpu-infra)
     cluster_name: str = "my-cluster"
     capacity_types: list[Literal["on-demand", "spot", "reserved"]] = Field(default_factory=lambda: ["on-demand"])

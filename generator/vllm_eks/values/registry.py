@@ -15,5 +15,7 @@ CHART_BUILDERS: dict[str, ChartBuilder] = {}
 
 from .gpu_infra import build_values as _gpu_infra  # noqa: E402
 CHART_BUILDERS["gpu-infra"] = _gpu_infra
+from .vllm_inference import build_values as _vllm_inference  # noqa: E402
+CHART_BUILDERS["vllm-inference"] = _vllm_inference
 from .observability import build_values as _observability  # noqa: E402
 CHART_BUILDERS["observability"] = _observability
