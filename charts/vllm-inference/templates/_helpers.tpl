@@ -1,0 +1,138 @@
+{{/*
+Names, labels and small shared pieces of vllm-inference.
+Numbers never come from here: the generator's Plan puts them into values.
+*/}}
+
+{{/* Chart name, DNS-1123 label sized. */}}
+{{- define "vllm-inference.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Object name prefix: <release>-<chart> unless the release name already contains the chart name. */}}
+{{- define "vllm-inference.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* chart label value: name-version, "+" is not allowed in label values. */}}
+{{- define "vllm-inference.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Selector labels: minimal and stable (a Deployment selector is immutable). charts/observability
+selects the Service and pods with exactly these three.
+*/}}
+{{- define "vllm-inference.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "vllm-inference.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: server
+{{- end }}
+
+{{/* Kubernetes recommended labels for every object, then the user's extra labels. */}}
+{{- define "vllm-inference.labels" -}}
+{{ include "vllm-inference.selectorLabels" . }}
+app.kubernetes.io/version: {{ include "vllm-inference.imageTag" . | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/part-of: vllm-eks
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ include "vllm-inference.chart" . }}
+{{- with .Values.labels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* The user's extra annotations for every object (may be empty). */}}
+{{- define "vllm-inference.annotations" -}}
+{{- with .Values.annotations }}
+{{- toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+checkov skip annotations: one `checkov.io/skipN: CKV_ID=reason` per entry of the list passed in.
+Every entry carries its reason; the render tests check that.
+*/}}
+{{- define "vllm-inference.checkovSkips" -}}
+{{- range $i, $skip := . }}
+checkov.io/skip{{ add1 $i }}: {{ $skip | quote }}
+{{- end }}
+{{- end }}
+
+{{- define "vllm-inference.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "vllm-inference.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "vllm-inference.imageTag" -}}
+{{- default .Chart.AppVersion .Values.image.tag }}
+{{- end }}
+
+{{/* repository:tag, or repository@digest when a digest is pinned. */}}
+{{- define "vllm-inference.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (include "vllm-inference.imageTag" .) }}
+{{- end }}
+{{- end }}
+
+{{- define "vllm-inference.testImage" -}}
+{{- $img := .Values.test.image }}
+{{- if $img.digest }}
+{{- printf "%s@%s" $img.repository $img.digest }}
+{{- else }}
+{{- printf "%s:%s" $img.repository $img.tag }}
+{{- end }}
+{{- end }}
+
+{{/* Name clients use in requests (and the helm test sends). */}}
+{{- define "vllm-inference.servedModelName" -}}
+{{- default .Values.model.name .Values.model.servedModelName }}
+{{- end }}
+
+{{/* The port vLLM listens on (contract.SERVING_PORT); the Service may expose another. */}}
+{{- define "vllm-inference.containerPort" -}}
+8000
+{{- end }}
+
+{{/* Writable paths: every directory the server writes lives on the "cache" or "tmp" volume. */}}
+{{- define "vllm-inference.cacheRoot" -}}
+/var/cache/vllm
+{{- end }}
+
+{{/*
+Arguments after the container command: the model, then the arguments the chart owns, then the
+Plan's engine arguments, then the user's extra ones.
+*/}}
+{{- define "vllm-inference.args" -}}
+- {{ .Values.model.name | quote }}
+- --served-model-name
+- {{ include "vllm-inference.servedModelName" . | quote }}
+- --port
+- {{ include "vllm-inference.containerPort" . | quote }}
+- --tensor-parallel-size
+- {{ .Values.engine.tensorParallelSize | int | quote }}
+- --shutdown-timeout
+- {{ .Values.drain.shutdownTimeoutSeconds | int | quote }}
+{{- if eq .Values.model.source "s3" }}
+- --load-format
+- runai_streamer
+{{- end }}
+{{- range .Values.engine.args }}
+- {{ . | quote }}
+{{- end }}
+{{- range .Values.engine.extraArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end }}

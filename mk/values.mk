@@ -1,0 +1,13 @@
+# values.schema.json of every chart and the values reference in each chart README, both generated
+# from the generator's pydantic values models (tools/gen-schemas.py lists the charts).
+
+schemas: venv
+	$(BIN)/python tools/gen-schemas.py
+
+docs: schemas
+	$(BIN)/python tools/gen-schemas.py --docs
+
+# Fails when a committed schema or README table differs from what the models generate.
+check-schemas: venv
+	$(BIN)/python tools/gen-schemas.py --check
+	$(BIN)/python tools/gen-schemas.py --docs --check
