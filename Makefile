@@ -19,8 +19,9 @@ OUT ?= out/$(MODEL)-$(INSTANCE)
 # mk/*.mk add their set-up steps to these lists.
 SETUP_TARGETS := venv
 TEST_SETUP_TARGETS :=
+BENCH_TARGETS := bench-planner
 
-.PHONY: help setup venv test render values schemas docs bench check-drift clean
+.PHONY: help setup venv test render values schemas docs bench bench-planner clean
 help:
 	@echo "make setup    install the venv and pinned tools (.venv, .tools)"
 	@echo "make render   generate values for $(MODEL) on $(INSTANCE) into $(OUT) and render the charts"
@@ -42,6 +43,11 @@ setup: $(SETUP_TARGETS)
 
 test: setup $(TEST_SETUP_TARGETS)
 	$(BIN)/pytest
+
+bench: $(BENCH_TARGETS)
+
+bench-planner: venv
+	$(BIN)/python tools/bench_planner.py
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .cache out

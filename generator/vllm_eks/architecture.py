@@ -5,7 +5,7 @@ which layers use a sliding window, mixture-of-experts sizes, and the checkpoint'
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import ModelConfigError
@@ -65,11 +65,16 @@ class Architecture:
     mla: MLA | None = None
     quantization: Quantization | None = None
     vision_params: int = 0  # parameters of a vision tower loaded beside the text model
-    extras: dict[str, Any] = field(default_factory=dict)
 
     @property
     def has_sliding_window(self) -> bool:
         return any(w is not None for w in self.layer_windows)
+
+
+# Fields some config.json files leave to the transformers config class's defaults.
+CLASS_DEFAULTS = {
+    "gemma3_text": {"vocab_size": 262208, "max_position_embeddings": 131072},
+}
 
 
 def _get(cfg: dict, key: str, where: str, kind: type = int, required: bool = True, default=None):
@@ -168,6 +173,8 @@ def parse_config(cfg: Any, name: str) -> Architecture:
         cfg = {**cfg["text_config"], **{k: v for k, v in cfg.items() if k == "quantization_config"}}
         if "torch_dtype" not in cfg and "torch_dtype" in top:
             cfg["torch_dtype"] = top["torch_dtype"]
+    for key, value in CLASS_DEFAULTS.get(str(cfg.get("model_type", "")), {}).items():
+        cfg = {key: value, **cfg}
     hidden = _get(cfg, "hidden_size", where)
     layers = _get(cfg, "num_hidden_layers", where)
     heads = _get(cfg, "num_attention_heads", where)

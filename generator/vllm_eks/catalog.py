@@ -67,6 +67,17 @@ def load_config_file(path: Path) -> dict:
 
 
 def resolve_model(name: str) -> ResolvedModel:
+    if name and _lookup(name) is not None:
+        return _resolve_catalog(_lookup(name).id)
+    return _resolve(name)
+
+
+@lru_cache(maxsize=64)
+def _resolve_catalog(mid: str) -> ResolvedModel:
+    return _resolve(mid)
+
+
+def _resolve(name: str) -> ResolvedModel:
     if not name or not name.strip():
         raise UnknownModelError("--model is empty: give a catalog id, a known Hugging Face repo id or a config.json path")
     entry = _lookup(name)

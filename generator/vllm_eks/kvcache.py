@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .architecture import Architecture
 
@@ -44,6 +45,7 @@ def bytes_per_token_per_layer(a: Architecture, tp: int, kv_dtype_bytes: int) -> 
     return 2 * kv_heads_per_rank(a, tp) * a.head_dim * kv_dtype_bytes
 
 
+@lru_cache(maxsize=4096)
 def layout(a: Architecture, tp: int, layers: range, kv_dtype_bytes: int) -> KVLayout:
     windows = [a.layer_windows[i] if a.layer_windows else None for i in layers]
     by_kind: dict[int | None, int] = {}

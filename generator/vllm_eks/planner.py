@@ -255,8 +255,10 @@ class _Planner:
                                                 "pipeline_parallel_size": 1, "gpu_memory_mib": None,
                                                 "gpus_per_node": None, "hardware_name": None})
             try:
-                _Planner(trial).choose_layout()
-            except (DoesNotFitError, InvalidOptionError):
+                other = _Planner(trial)
+            except InvalidOptionError:
+                continue
+            if not other.fits(other.node_tp(), 1, 1):
                 continue
             out.append(f"bigger instance: one {h.name} (--instance {h.name})")
             break

@@ -7,6 +7,7 @@ stay in the model dtype when a checkpoint is quantized (vLLM does not quantize t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .architecture import Architecture
 
@@ -47,6 +48,11 @@ def layer_params(a: Architecture, index: int) -> LayerParams:
     return LayerParams(attention, kv_projection, shared, experts, norms + bias + router)
 
 
+@lru_cache(maxsize=256)
+def layer_table(a: Architecture) -> tuple[LayerParams, ...]:
+    return tuple(layer_params(a, i) for i in range(a.num_layers))
+
+
 def embedding_params(a: Architecture) -> tuple[int, int]:
     """(input embedding, LM head) parameters; a tied head shares the embedding's storage."""
     emb = a.vocab_size * a.hidden_size
@@ -55,7 +61,7 @@ def embedding_params(a: Architecture) -> tuple[int, int]:
 
 def total_parameters(a: Architecture) -> int:
     emb, head = embedding_params(a)
-    layers = sum(_sum(layer_params(a, i)) for i in range(a.num_layers))
+    layers = sum(_sum(lp) for lp in layer_table(a))
     return emb + head + layers + a.hidden_size + a.vision_params
 
 
@@ -97,23 +103,32 @@ def pp_layer_split(num_layers: int, pp: int) -> list[int]:
     return split
 
 
-def layer_ranges(num_layers: int, pp: int) -> list[range]:
+@lru_cache(maxsize=1024)
+def layer_ranges(num_layers: int, pp: int) -> tuple[range, ...]:
     out, start = [], 0
     for n in pp_layer_split(num_layers, pp):
         out.append(range(start, start + n))
         start += n
-    return out
+    return tuple(out)
 
 
+@lru_cache(maxsize=1024)
 def bytes_total(a: Architecture, p: Precision) -> int:
     emb, head = embedding_params(a)
     total = (emb + head + a.hidden_size + a.vision_params) * p.dense
-    for i in range(a.num_layers):
-        lp = layer_params(a, i)
+    for lp in layer_table(a):
         total += lp.attention * p.attention + lp.dense_mlp * p.mlp + lp.experts * p.experts + lp.other * p.dense
     return int(total)
 
 
+def _layer_bytes(a: Architecture, p: Precision, tp: int, lp: LayerParams) -> float:
+    # K/V projections cannot be split below one KV head per rank: the rest is replicated
+    kv_share = lp.kv_projection * max(1.0, tp / a.num_kv_heads) / tp if lp.kv_projection else 0
+    attention = (lp.attention - lp.kv_projection) / tp + kv_share
+    return attention * p.attention + lp.dense_mlp / tp * p.mlp + lp.experts / tp * p.experts + lp.other * p.dense
+
+
+@lru_cache(maxsize=4096)
 def stage_bytes(a: Architecture, p: Precision, tp: int, pp: int, stage: int) -> int:
     """Weight bytes on one GPU of pipeline stage `stage` in a TP x PP group."""
     emb, head = embedding_params(a)
@@ -125,12 +140,15 @@ def stage_bytes(a: Architecture, p: Precision, tp: int, pp: int, stage: int) -> 
         # a tied head reuses the embedding on one stage; across stages the last keeps its own copy
         head_params = head if head else (emb if pp > 1 else 0)
         b += head_params * p.dense / tp + a.hidden_size * p.dense
-    for i in layers:
-        lp = layer_params(a, i)
-        # K/V projections cannot be split below one KV head per rank: the rest is replicated
-        kv_share = lp.kv_projection * max(1.0, tp / a.num_kv_heads) / tp if lp.kv_projection else 0
-        attention = (lp.attention - lp.kv_projection) / tp + kv_share
-        b += attention * p.attention + lp.dense_mlp / tp * p.mlp + lp.experts / tp * p.experts + lp.other * p.dense
+    table = layer_table(a)
+    # layers come in at most two shapes (leading dense layers, then MoE layers): count each
+    dense_end = a.moe.dense_layers if a.moe else a.num_layers
+    n_first = max(0, min(layers.stop, dense_end) - layers.start)
+    n_rest = len(layers) - n_first
+    if n_first:
+        b += n_first * _layer_bytes(a, p, tp, table[0])
+    if n_rest:
+        b += n_rest * _layer_bytes(a, p, tp, table[-1])
     return int(b)
 
 

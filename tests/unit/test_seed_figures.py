@@ -1,0 +1,37 @@
+"""Figures from seed 004 (the blog post the product started from), reproduced by the engine."""
+
+from vllm_eks import kvcache, weights
+from vllm_eks.catalog import resolve_model
+from vllm_eks.weights import precision_for
+
+GB = 1e9
+
+
+def test_llama_70b_kv_bytes_per_token_at_tp1():
+    a = resolve_model("llama-3.1-70b-instruct").architecture
+    lay = kvcache.layout(a, tp=1, layers=range(a.num_layers), kv_dtype_bytes=2)
+    assert lay.bytes_per_token == 327_680  # 2 x 80 x 8 x 128 x 2
+
+
+def test_llama_70b_weights_fp16_and_fp8():
+    a = resolve_model("llama-3.1-70b-instruct").architecture
+    fp16 = weights.bytes_total(a, precision_for(a, 2, None, "linear"))
+    fp8 = weights.bytes_total(a, precision_for(a, 2, 8.0, "linear"))
+    assert 138 * GB < fp16 < 143 * GB   # "~140 GB"
+    assert 68 * GB < fp8 < 74 * GB      # "~70 GB": embeddings and LM head stay 16-bit
+
+
+def test_llama_70b_fp8_through_the_cli(plan_json):
+    p = plan_json("--model", "llama-3.1-70b-instruct", "--instance", "p5.48xlarge", "--quantization", "fp8")
+    assert 68 * GB < p["weights_bytes_total"] < 74 * GB
+    assert "--quantization" in p["engine_args"]
+
+
+def test_qwen_05b_figure_2_exactly(plan_json):
+    p = plan_json("--model", "Qwen/Qwen2.5-0.5B-Instruct", "--instance", "g6e.xlarge",
+                  "--kv-cache-memory", "2", "--block-size", "128", "--max-model-len", "4096")
+    assert p["kv_bytes_per_token_per_gpu"] == 12_288
+    assert p["kv_cache_tokens"] == 174_720
+    assert f"{p['max_concurrency']:.2f}" == "42.66"
+    assert "--kv-cache-memory-bytes" in p["engine_args"]
+    assert p["engine_args"][p["engine_args"].index("--kv-cache-memory-bytes") + 1] == str(2 * 1024**3)

@@ -1,0 +1,37 @@
+"""Time to plan every catalog model on every catalog instance (target: under 1 s in total).
+
+A pair that does not fit still counts: the planner searches every layout and the alternatives
+before it says so, which is the slow path."""
+
+from __future__ import annotations
+
+import time
+
+from vllm_eks.catalog import model_catalog
+from vllm_eks.errors import VllmEksError
+from vllm_eks.hardware import instance_catalog
+from vllm_eks.planner import make_plan
+from vllm_eks.request import PlanRequest
+
+
+def main() -> None:
+    models, instances = sorted(model_catalog()), sorted(instance_catalog())
+    make_plan(PlanRequest(model=models[0], instance=instances[0]))  # load the catalogs once
+    fits = refused = 0
+    start = time.perf_counter()
+    for m in models:
+        for i in instances:
+            try:
+                make_plan(PlanRequest(model=m, instance=i))
+                fits += 1
+            except VllmEksError:
+                refused += 1
+    elapsed = time.perf_counter() - start
+    total = fits + refused
+    print(f"planner: {total} model x instance pairs ({len(models)} models x {len(instances)} instances), "
+          f"{fits} planned, {refused} refused, {elapsed:.3f} s total, {elapsed / total * 1000:.1f} ms per pair "
+          f"(target < 1 s total)")
+
+
+if __name__ == "__main__":
+    main()
