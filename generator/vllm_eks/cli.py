@@ -135,10 +135,29 @@ def values(out_dir: Path, **kwargs) -> None:
     if opts.get("hf_token_secret") == "":
         opts["hf_token_secret"] = None
     options = ValuesOptions(**opts)
-    command = "vllm-eks " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = _command_line(click.get_current_context())
     written = write_scenario(p, options, out_dir, command, report.scenario_readme(p, command))
     for path in written:
         click.echo(str(path))
+
+
+def _command_line(ctx: click.Context) -> str:
+    """The invocation rebuilt from the options that differ from their defaults, without --out,
+    so a scenario's files do not depend on where they were written or how the shell quoted."""
+    words = ["vllm-eks", ctx.info_name or "values"]
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or param.name == "out_dir":
+            continue
+        value = ctx.params.get(param.name)
+        if value in (None, (), False) or value == param.default:
+            continue
+        flag = max(param.opts, key=len)
+        if param.is_flag:
+            words.append(flag)
+        else:
+            for v in (value if param.multiple else (value,)):
+                words += [flag, shlex.quote(str(v))]
+    return " ".join(words)
 
 
 @main.group()
