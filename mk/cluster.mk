@@ -1,0 +1,19 @@
+# Cluster tier (tests/cluster, marker `cluster`): a real kube-apiserver, kube-controller-manager,
+# kube-scheduler and etcd with kwok's simulated GPU nodes, all built from their Go modules at the
+# pins in tools/cluster/versions.env (see docs/cluster-tier.md).
+#
+# tools/cluster/build.sh is a fast no-op when the stamped binaries match the pins, so it runs
+# every time; it prints what it builds and how long each binary took.
+
+CLUSTER_BIN := $(TOOLS)/cluster/bin
+export VLLM_EKS_CLUSTER_BIN := $(CLUSTER_BIN)
+
+TEST_SETUP_TARGETS += cluster-tools
+
+.PHONY: cluster-tools test-cluster
+cluster-tools:
+	@CLUSTER_BIN=$(CLUSTER_BIN) tools/cluster/build.sh
+
+# Only the cluster tier (after set-up).
+test-cluster: setup cluster-tools
+	$(BIN)/pytest -m cluster tests/cluster

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Build the cluster tier's binaries from their Go modules into $CLUSTER_BIN (default
+# .tools/cluster/bin): kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd,
+# kwok, kwokctl (and the LeaderWorkerSet controller when its module version is reachable).
+#
+# Each binary is reused when a stamp file records the same version and build inputs; a binary
+# already on PATH is linked instead of built when its `--version` reports the pinned version.
+# Builds run one at a time (-p ${GO_BUILD_P:-2}) because the machines running this are small.
+#
+# Usage: tools/cluster/build.sh [name...]   (default: all)
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+# shellcheck source=versions.env
+source "$here/versions.env"
+out="${CLUSTER_BIN:-$root/.tools/cluster/bin}"
+mkdir -p "$out"
+
+export CGO_ENABLED=0
+export GOFLAGS="${GOFLAGS:--mod=mod}"
+p="${GO_BUILD_P:-2}"
+
+k8s_minor="${K8S_VERSION#v1.}"; k8s_minor="${k8s_minor%%.*}"
+build_date="$(date -u -d @"${SOURCE_DATE_EPOCH:-0}" +%Y-%m-%dT%H:%M:%SZ)"
+
+# Kubernetes reads its version from ldflags (hack/lib/version.sh); without them `--version` says
+# v0.0.0-master, Helm's kubeVersion check and kwokctl's version parsing then misbehave.
+k8s_ldflags() {
+  local commit="$1" pkg flags="-s -w"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    flags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$k8s_minor"
+    flags+=" -X $pkg.gitCommit=$commit -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
+  done
+  echo "$flags"
+}
+
+# The commit of the pinned tag, from the module proxy's origin record (empty when unknown).
+module_commit() {
+  (cd "$here/$1" && go mod download -json "$2" 2>/dev/null |
+    sed -n 's/.*"Hash": "\([0-9a-f]\{40\}\)".*/\1/p' | head -1)
+}
+
+# What `<bin> --version` must print for a binary on PATH (or in $out) to be accepted as is.
+expected_version() {
+  case "$1" in
+    kube-apiserver|kube-controller-manager|kube-scheduler) echo "Kubernetes $K8S_VERSION" ;;
+    kubectl) echo "Client Version: $K8S_VERSION" ;;
+    etcd) echo "etcd Version: ${ETCD_VERSION#v}" ;;
+    kwok|kwokctl) echo "${KWOK_VERSION#v}" ;;
+    *) echo "" ;;
+  esac
+}
+
+version_of() {
+  case "$1" in
+    kubectl) "$2" version --client 2>/dev/null | head -1 ;;
+    *) "$2" --version 2>/dev/null | head -3 | tr '\n' ' ' ;;
+  esac
+}
+
+stamp_of() {
+  # Inputs that change the binary: its pin, the module's go.sum, the Go toolchain and the flags.
+  local name="$1" mod="$2" ver="$3" flags="$4"
+  printf '%s %s %s %s %s\n' "$name" "$ver" "$(go env GOVERSION)" \
+    "$(sha256sum "$here/$mod/go.mod" "$here/$mod/go.sum" | sha256sum | cut -c1-16)" \
+    "$(printf '%s' "$flags" | sha256sum | cut -c1-16)"
+}
+
+built=()
+summary=()
+
+build_one() {
+  local name="$1" mod="$2" pkg="$3" ver="$4" flags="$5"
+  local target="$out/$name" stamp="$out/.$name.stamp" want
+  want="$(stamp_of "$name" "$mod" "$ver" "$flags")"
+  if [[ -x "$target" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    summary+=("$name $ver: reused $target")
+    return
+  fi
+  local onpath expect
+  onpath="$(PATH="${PATH//$out:/}" command -v "$name" 2>/dev/null || true)"
+  expect="$(expected_version "$name")"
+  if [[ -n "$onpath" && "$onpath" != "$target" && -n "$expect" ]] &&
+     version_of "$name" "$onpath" | grep -qF "$expect"; then
+    ln -sf "$onpath" "$target"
+    echo "$want" > "$stamp"
+    summary+=("$name $ver: using $onpath from PATH")
+    return
+  fi
+  echo ">>> building $name $ver ($pkg, module tools/cluster/$mod, CGO_ENABLED=0 -trimpath -p $p)"
+  local t0=$SECONDS
+  (cd "$here/$mod" && go build -p "$p" -trimpath -ldflags "$flags" -o "$target.tmp" "$pkg")
+  mv "$target.tmp" "$target"
+  echo "$want" > "$stamp"
+  local dt=$((SECONDS - t0))
+  echo "<<< built $name in ${dt}s: $(version_of "$name" "$target")"
+  built+=("$name")
+  summary+=("$name $ver: built in ${dt}s")
+}
+
+want_all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl)
+names=("$@")
+[[ ${#names[@]} -gt 0 ]] || names=("${want_all[@]}")
+
+k8s_flags=""
+total0=$SECONDS
+for name in "${names[@]}"; do
+  case "$name" in
+    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl)
+      if [[ -z "$k8s_flags" ]]; then
+        k8s_flags="$(k8s_ldflags "$(module_commit k8s "k8s.io/kubernetes@$K8S_VERSION")")"
+      fi
+      build_one "$name" k8s "k8s.io/kubernetes/cmd/$name" "$K8S_VERSION" "$k8s_flags" ;;
+    etcd)
+      # etcd's version is a constant in go.etcd.io/etcd/api/v3/version, nothing to inject.
+      build_one etcd etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION" "-s -w" ;;
+    kwok|kwokctl)
+      build_one "$name" kwok "sigs.k8s.io/kwok/cmd/$name" "$KWOK_VERSION" \
+        "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${K8S_VERSION#v}" ;;
+    lws)
+      build_one lws lws sigs.k8s.io/lws/cmd "$LWS_VERSION" "-s -w" ;;
+    *) echo "unknown binary '$name'; known: ${want_all[*]} lws" >&2; exit 2 ;;
+  esac
+done
+
+# kwok v0.8.0 has no built-in Stages: the controller needs them in its --config. Take the ones
+# kwokctl itself uses (node initialize + heartbeat with lease, pod ready/complete/delete) from the
+# pinned module, so the simulated kubelet behaves as upstream documents.
+stages="$out/../kwok-stages.yaml"
+if [[ ! -s "$stages" || "$(head -1 "$stages")" != "# kwok $KWOK_VERSION stages" ]]; then
+  kdir="$(cd "$here/kwok" && go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" |
+    sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
+  {
+    echo "# kwok $KWOK_VERSION stages"
+    for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+             pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+      echo "---"
+      cat "$kdir/kustomize/stage/$f"
+    done
+  } > "$stages.tmp"
+  mv "$stages.tmp" "$stages"
+  summary+=("kwok stages: $stages")
+fi
+
+echo "cluster tools in $out (total $((SECONDS - total0))s):"
+printf '  %s\n' "${summary[@]}"
