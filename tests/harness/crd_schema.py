@@ -39,6 +39,8 @@ from .formats import FORMAT_CHECKER
 from .listmap import StrictValidator
 
 CRD_DIR_ENV = "VLLM_EKS_CRD_DIR"
+# Same default as the Makefile: the shared CRD directory beside the checkout.
+DEFAULT_CRD_DIR = Path(__file__).resolve().parents[3] / "shared" / "crds"
 
 _STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
 METADATA_SCHEMA: dict[str, Any] = {
@@ -175,20 +177,16 @@ class CrdRegistry(Mapping[tuple[str, str], CrdVersion]):
 
 
 def crd_dir_from_env() -> Path:
-    """The CRD directory named by $VLLM_EKS_CRD_DIR (the Makefile exports it)."""
+    """$VLLM_EKS_CRD_DIR, or the Makefile's default ../shared/crds beside the checkout."""
     value = os.environ.get(CRD_DIR_ENV)
-    if not value:
-        raise CrdDirError(
-            f"{CRD_DIR_ENV} is not set: point it at a directory of CRD YAML files "
-            "(the Makefile sets ../shared/crds; `make crds` downloads the pinned CRDs into .cache/crds)"
-        )
-    return Path(value)
+    return Path(value) if value else DEFAULT_CRD_DIR
 
 
 def load_crds(crd_dir: str | os.PathLike[str] | None = None) -> CrdRegistry:
     """Every served version of every CRD in *.yaml/*.yml/*.json files of crd_dir.
 
-    crd_dir defaults to $VLLM_EKS_CRD_DIR. A missing or CRD-less directory is an error.
+    crd_dir defaults to $VLLM_EKS_CRD_DIR (else ../shared/crds). A missing or CRD-less
+    directory is an error.
     """
     directory = Path(crd_dir) if crd_dir is not None else crd_dir_from_env()
     return _load(str(directory.resolve()))
@@ -199,8 +197,9 @@ def _load(directory: str) -> CrdRegistry:
     path = Path(directory)
     if not path.is_dir():
         raise CrdDirError(
-            f"CRD directory {path} does not exist: set {CRD_DIR_ENV} to the pinned CRDs "
-            "(e.g. ../shared/crds) or run `make crds` and use .cache/crds"
+            f"CRD directory {path} does not exist: set {CRD_DIR_ENV} to a directory holding the "
+            "pinned CRDs (tools/crds.lock), e.g. run `make crds` and set "
+            f"{CRD_DIR_ENV}=$PWD/.cache/crds"
         )
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     versions: dict[tuple[str, str], CrdVersion] = {}

@@ -36,7 +36,8 @@ class HelmError(RuntimeError):
         self.returncode = returncode
         self.stdout = stdout
         self.stderr = stderr
-        detail = stderr.strip() or stdout.strip()
+        # `helm lint` prints its findings on stdout and only a summary on stderr.
+        detail = "\n".join(part for part in (stdout.strip(), stderr.strip()) if part)
         super().__init__(f"{' '.join(self.cmd)} exited {returncode}:\n{detail}")
 
 

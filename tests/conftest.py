@@ -1,0 +1,73 @@
+"""Shared pytest set-up: the test harness import path, tool report, common fixtures.
+
+Import the harness as `tests.harness` (the repository root is put on sys.path here). A missing
+tool or CRD directory is a test error that says to run `make setup`, never a skip.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from tests.harness import KUBE_VERSIONS, CrdRegistry, crd_schema, helm, load_crds  # noqa: E402
+from tests.harness.timing import TIMINGS  # noqa: E402
+from tests.harness.tools import ToolMissingError  # noqa: E402
+
+
+def _helm_line(name: str) -> str:
+    try:
+        return f"{name}={helm.version(name)}"
+    except (ToolMissingError, helm.HelmError) as exc:
+        return f"{name}=MISSING ({str(exc).splitlines()[0]})"
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    path = crd_schema.crd_dir_from_env()
+    crd_dir = str(path) if path.is_dir() else f"{path} MISSING (set {crd_schema.CRD_DIR_ENV})"
+    return [
+        "helm: " + ", ".join(_helm_line(name) for name in helm.HELM_VERSIONS),
+        f"CRD dir ({crd_schema.CRD_DIR_ENV}): {crd_dir}",
+        "Kubernetes versions: " + ", ".join(KUBE_VERSIONS),
+    ]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ANN001
+    if TIMINGS:
+        terminalreporter.section("timings")
+        for label, seconds in TIMINGS:
+            terminalreporter.write_line(f"{seconds:8.2f} s  {label}")
+
+
+@pytest.fixture(params=sorted(helm.HELM_VERSIONS))
+def helm_version(request: pytest.FixtureRequest) -> str:
+    """'helm3' or 'helm4': the test runs once with each pinned Helm."""
+    return request.param
+
+
+@pytest.fixture(params=KUBE_VERSIONS)
+def kube_version(request: pytest.FixtureRequest) -> str:
+    """Each Kubernetes minor the charts support ('1.31' ... '1.35')."""
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def crd_dir() -> Path:
+    """$VLLM_EKS_CRD_DIR (default ../shared/crds); an error, not a skip, when missing."""
+    path = crd_schema.crd_dir_from_env()
+    if not path.is_dir():
+        raise crd_schema.CrdDirError(
+            f"CRD directory {path} does not exist: set {crd_schema.CRD_DIR_ENV} "
+            "(see `make crds`)"
+        )
+    return path
+
+
+@pytest.fixture(scope="session")
+def crd_registry(crd_dir: Path) -> CrdRegistry:
+    return load_crds(crd_dir)
