@@ -1,0 +1,202 @@
+"""charts/gpu-infra: render and lint every ci/ and values/<scenario>/ file with Helm 3 and 4,
+validate every object strictly (Karpenter CRDs, Kubernetes 1.31-1.35), scan with checkov, and
+check the chart against the contract the model-server chart relies on."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.harness import checkov, helm, validate_all
+from vllm_eks import contract
+from vllm_eks.values.gpu_infra import GpuInfraValues
+from vllm_eks.values.schema import render_schema
+
+pytestmark = pytest.mark.render
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "gpu-infra"
+NAMESPACE = "gpu-infra"
+CI_FILES = sorted((CHART / "ci").glob("*-values.yaml"))
+SCENARIO_FILES = sorted((REPO / "values").glob("*/gpu-infra.yaml"))
+ALL_FILES = CI_FILES + SCENARIO_FILES
+
+
+def _id(path: Path) -> str:
+    return str(path.relative_to(REPO))
+
+
+@functools.lru_cache(maxsize=None)
+def _render(values_file: Path, helm_name: str) -> tuple[dict, ...]:
+    return tuple(helm.render(CHART, [values_file], helm=helm_name, release="gpu-infra", namespace=NAMESPACE))
+
+
+def test_ci_files_exist() -> None:
+    assert len(CI_FILES) >= 4, f"expected the ci/NN-purpose-values.yaml scenarios in {CHART / 'ci'}"
+    for path in CI_FILES:
+        first = path.read_text().splitlines()[0]
+        assert first.startswith("# Purpose:"), f"{_id(path)}: first line must state its purpose"
+
+
+def test_committed_scenarios_exist() -> None:
+    assert SCENARIO_FILES, "no values/<scenario>/gpu-infra.yaml committed: run `make values`"
+
+
+@pytest.mark.parametrize("values_file", ALL_FILES, ids=_id)
+def test_lint_strict(values_file: Path, helm_version: str) -> None:
+    helm.lint(CHART, [values_file], helm=helm_version)
+
+
+@pytest.mark.parametrize("values_file", ALL_FILES, ids=_id)
+def test_render_validates_strictly(values_file: Path, helm_version: str, crd_registry, kube_version: str) -> None:
+    objects = list(_render(values_file, helm_version))
+    kinds = {o["kind"] for o in objects}
+    assert {"NodePool", "EC2NodeClass", "DaemonSet", "Service"} <= kinds, kinds
+    report = validate_all(objects, crd_registry, kube_version=kube_version)
+    assert report.custom["NodePool"] >= 1 and report.custom["EC2NodeClass"] >= 1, report.summary()
+    assert report.builtin["DaemonSet"] >= 1, report.summary()
+
+
+def test_helm3_and_helm4_render_the_same() -> None:
+    for values_file in ALL_FILES:
+        assert _render(values_file, "helm3") == _render(values_file, "helm4"), _id(values_file)
+
+
+@pytest.mark.parametrize("values_file", ALL_FILES, ids=_id)
+def test_pools_follow_the_contract(values_file: Path) -> None:
+    objects = _render(values_file, "helm4")
+    values = yaml.safe_load(values_file.read_text()) or {}
+    pools = {o["metadata"]["name"]: o for o in objects if o["kind"] == "NodePool"}
+    classes = {o["metadata"]["name"]: o for o in objects if o["kind"] == "EC2NodeClass"}
+    assert set(pools) == set(classes)
+    for name, np in pools.items():
+        tmpl = np["spec"]["template"]
+        assert tmpl["metadata"]["labels"][contract.POOL_LABEL] == name
+        assert {"key": contract.GPU_TAINT_KEY, "effect": contract.GPU_TAINT_EFFECT} in tmpl["spec"]["taints"]
+        ref = tmpl["spec"]["nodeClassRef"]
+        assert ref == {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": name}
+        assert np["spec"]["limits"][contract.GPU_RESOURCE] >= 1
+        assert np["spec"]["disruption"]["consolidationPolicy"] in ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
+        keys = {r["key"] for r in tmpl["spec"]["requirements"]}
+        assert contract.INSTANCE_TYPE_LABEL in keys and contract.CAPACITY_TYPE_LABEL in keys
+        nc = classes[name]["spec"]
+        (alias,) = [t["alias"] for t in nc["amiSelectorTerms"]]
+        assert not alias.endswith("@latest") or values.get("allowLatestAmi"), alias
+        assert nc["metadataOptions"]["httpTokens"] == "required"
+        assert nc["tags"]["workload"] == "llm-inference"
+        roots = [b for b in nc["blockDeviceMappings"] if b.get("rootVolume")]
+        assert len(roots) == 1 and roots[0]["ebs"]["volumeType"] == "gp3"
+    # EFA pools: exactly one zone, and the EFA device plugin runs on them.
+    efa_pools = [p for p in (values.get("pools") or []) if p.get("efa")]
+    for p in efa_pools:
+        zone_req = [r for r in pools[p["name"]]["spec"]["template"]["spec"]["requirements"]
+                    if r["key"] == contract.ZONE_LABEL]
+        assert len(zone_req) == 1 and len(zone_req[0]["values"]) == 1
+    if efa_pools:
+        assert any(o["kind"] == "DaemonSet" and o["metadata"]["name"].endswith("efa-device-plugin") for o in objects)
+
+
+@pytest.mark.parametrize("values_file", ALL_FILES, ids=_id)
+def test_daemonsets_are_node_critical_and_tolerate_the_gpu_taint(values_file: Path) -> None:
+    objects = _render(values_file, "helm4")
+    daemonsets = [o for o in objects if o["kind"] == "DaemonSet"]
+    assert daemonsets
+    for ds in daemonsets:
+        spec = ds["spec"]["template"]["spec"]
+        assert spec["priorityClassName"] == "system-node-critical"
+        assert any(t.get("key") == contract.GPU_TAINT_KEY and t.get("operator") == "Exists"
+                   for t in spec["tolerations"])
+        for c in spec["containers"]:
+            image = c["image"]
+            assert ":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest"), image
+            assert c["resources"]["requests"] and c["resources"]["limits"]
+    amis = {t["alias"].split("@")[0] for o in objects if o["kind"] == "EC2NodeClass" for t in o["spec"]["amiSelectorTerms"]}
+    nvidia = [d for d in daemonsets if d["metadata"]["name"].endswith("nvidia-device-plugin")]
+    if "bottlerocket" in amis:
+        assert not nvidia, "Bottlerocket NVIDIA AMIs run their own device plugin"
+    for ds in nvidia:
+        terms = ds["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        keys = {e["key"] for t in terms for e in t["matchExpressions"]}
+        assert contract.GPU_COUNT_LABEL in keys and not any(k.startswith("feature.node.kubernetes.io") for k in keys)
+
+
+def test_dcgm_service_port() -> None:
+    objects = _render(CI_FILES[0], "helm4")
+    (svc,) = [o for o in objects if o["kind"] == "Service"]
+    assert svc["spec"]["ports"] == [{"name": "metrics", "port": 9400, "targetPort": "metrics", "protocol": "TCP"}]
+
+
+def test_checkov_only_annotated_skips_on_daemonsets() -> None:
+    renders = {f"{path.parent.name}-{path.stem}.yaml": helm.template_text(
+        CHART, [path], helm="helm4", release="gpu-infra", namespace=NAMESPACE) for path in ALL_FILES}
+    result = checkov.scan(renders)
+    assert result.resource_count > 0, result.summary()
+    assert not result.parsing_errors, result.parsing_errors
+    assert result.failed == 0, result.summary() + "\n" + result.failures_text()
+    objects = [o for path in ALL_FILES for o in _render(path, "helm4")]
+    skips = checkov.skip_annotations(objects)
+    assert skips
+    for skip in skips:
+        assert skip.resource.startswith("DaemonSet/"), f"skip outside a DaemonSet: {skip.annotation}"
+        assert skip.has_reason and len(skip.reason) > 20, f"skip without a written reason: {skip.annotation}"
+    for finding in result.skipped_checks:
+        assert finding.resource.startswith("DaemonSet."), str(finding)
+        assert finding.reason and finding.reason != checkov.NO_REASON, str(finding)
+
+
+def test_values_yaml_is_the_model_defaults() -> None:
+    """values.yaml parses with the pydantic model, and every default the model has is the one
+    values.yaml documents (they are two views of one source)."""
+    raw = yaml.safe_load((CHART / "values.yaml").read_text())
+    parsed = GpuInfraValues.model_validate(raw)
+    dumped = parsed.model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert dumped == raw
+
+
+def test_values_schema_is_generated_from_the_model() -> None:
+    on_disk = json.loads((CHART / "values.schema.json").read_text())
+    assert on_disk == json.loads(render_schema(GpuInfraValues, on_disk.get("title", "gpu-infra values")))
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"pools": [{"name": "x", "instanceTypes": ["g5.xlarge"], "gpuLimit": 0}]}, "gpuLimit"),
+    ({"pools": [{"name": "x", "instanceTypes": ["g5.xlarge"], "gpuLimit": 1, "bogus": 1}]}, "bogus"),
+    ({"amiFamily": "al2"}, "amiFamily"),
+    ({"metadataOptions": {"httpTokens": "off"}}, "httpTokens"),
+    ({"poolDefaults": {"disruption": {"consolidateAfter": "ten minutes"}}}, "consolidateAfter"),
+], ids=["gpuLimit-0", "unknown-key", "al2-family", "imds-tokens", "duration"])
+def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict, message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(bad))
+    with pytest.raises(helm.HelmError) as err:
+        helm.render(CHART, [path], helm=helm_version, namespace=NAMESPACE)
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize("bad, keys", [
+    ({"amiVersion": "latest"}, ["amiVersion"]),
+    ({"amiFamily": "bottlerocket", "amiVersion": "v1.65.0"}, ["nvidiaDevicePlugin.enabled"]),
+    ({"pools": [{"name": "p", "instanceTypes": ["p5.48xlarge"], "gpuLimit": 8, "efa": True}]},
+     ["pools[0].zones", "efaDevicePlugin.enabled"]),
+    ({"pools": [{"name": "p", "instanceTypes": ["p5.48xlarge"], "gpuLimit": 8,
+                 "capacityReservations": [{"id": "cr-0abc", "instanceMatchCriteria": "open"}]}]},
+     ["pools[0].capacityTypes", "pools[0].capacityReservations[0]"]),
+    ({"pools": [{"name": "p", "instanceTypes": ["g5.xlarge"], "gpuLimit": 1, "capacityTypes": ["reserved"]},
+                {"name": "p", "instanceTypes": ["g5.xlarge"], "gpuLimit": 1,
+                 "placementGroup": {"name": "a", "id": "pg-1"}, "rootVolume": {"iops": 3000}}]},
+     ["pools[0].capacityReservations", "pools[1].name", "pools[1].placementGroup", "pools[1].rootVolume.throughput"]),
+], ids=["latest-ami", "bottlerocket-plus-plugin", "efa-zone-plugin", "reservations", "several"])
+def test_validate_helper_names_every_key(tmp_path: Path, bad: dict, keys: list[str]) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(bad))
+    with pytest.raises(helm.HelmError) as err:
+        helm.render(CHART, [path], helm="helm4", namespace=NAMESPACE)
+    text = str(err.value)
+    assert "gpu-infra values are invalid" in text
+    for key in keys:
+        assert f"- {key}" in text, f"{key} not named in:\n{text}"
