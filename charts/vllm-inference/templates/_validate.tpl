@@ -54,6 +54,19 @@ when a user skips schema validation (helm --skip-schema-validation).
 {{- if has $flag $owned }}
 {{- $errors = append $errors (printf "engine.%s[%d]: %s is set by the chart from %s" $key $i $flag (get $ownedBy $flag)) }}
 {{- end }}
+{{- /* single-node pods hold a whole model copy: pipeline stages across pods need multi-node. */}}
+{{- if has $flag (list "--pipeline-parallel-size" "-pp") }}
+{{- $args := index $v.engine $key }}
+{{- $pp := "" }}
+{{- if contains "=" (toString $a) }}
+{{- $pp = regexReplaceAll "^[^=]*=" (toString $a) "" }}
+{{- else if lt (add1 $i) (len $args) }}
+{{- $pp = toString (index $args (add1 $i)) }}
+{{- end }}
+{{- if ne $pp "1" }}
+{{- $errors = append $errors (printf "engine.%s[%d]: %s %s needs a multi-node topology; single-node runs pipeline parallel size 1" $key $i $flag $pp) }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- end }}
 

@@ -1,0 +1,293 @@
+"""charts/vllm-inference values: the pydantic model, its generated schema, and the Plan -> values
+builder. Rendering is tested in tests/render/test_vllm_inference_*.py."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from vllm_eks import contract
+from vllm_eks.errors import VllmEksError
+from vllm_eks.plan import Plan
+from vllm_eks.values.engine_args import as_dict, parse_args
+from vllm_eks.values.options import ValuesOptions
+from vllm_eks.values.quantity import bytes_quantity, cpu_quantity, parse_quantity
+from vllm_eks.values.registry import CHART_BUILDERS
+from vllm_eks.values.schema import (
+    DOCS_END, DOCS_START, SchemaError, render_schema, replace_reference, values_reference_markdown,
+    values_schema)
+from vllm_eks.values.vllm_inference import VllmInferenceValues, build_values
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "vllm-inference"
+TITLE = "vllm-inference values"
+
+GiB = 1 << 30
+
+
+def make_plan(**overrides) -> Plan:
+    """A hand-written single-node Plan (numbers chosen to be recognisable, not realistic)."""
+    fields = dict(
+        model="llama-3.1-70b-instruct", model_source="meta-llama/Llama-3.1-70B-Instruct",
+        served_model_name="llama-70b", instance="p5.48xlarge", gpu="h100", gpus_per_node=8,
+        gpu_memory_bytes=85_020_000_000, topology="single-node",
+        tensor_parallel_size=8, pipeline_parallel_size=1, nodes_per_replica=1, gpus_per_pod=8,
+        replicas=3, dtype="bfloat16", quantization=None, kv_cache_dtype="auto",
+        weights_bytes_total=141 * GiB, weights_bytes_per_gpu=18 * GiB, activation_peak_bytes=GiB,
+        non_torch_bytes=GiB // 4, cudagraph_bytes=GiB // 2, kv_bytes_per_token_per_gpu=40960,
+        block_size=16, available_kv_cache_bytes_per_gpu=50 * GiB, kv_cache_blocks=81920,
+        kv_cache_tokens=1_310_720, max_model_len=131072, max_concurrency=10.0,
+        gpu_memory_utilization=0.9, kv_cache_memory_bytes=None, max_num_seqs=256,
+        max_num_batched_tokens=8192, enable_chunked_prefill=True, enable_prefix_caching=True,
+        shm_size_bytes=64 * GiB, efa_devices_per_pod=0, cpu_request_millicores=91500,
+        memory_request_bytes=600 * GiB, ephemeral_storage_bytes=160 * GiB + 12345,
+        load_bandwidth_bytes_per_s=400 << 20, startup_probe_seconds=905,
+        shutdown_timeout_seconds=120, prestop_seconds=15, termination_grace_period_seconds=150,
+        cost_per_hour_usd=55.04,
+        engine_args=["meta-llama/Llama-3.1-70B-Instruct", "--served-model-name", "llama-70b",
+                     "--tensor-parallel-size", "8", "--pipeline-parallel-size", "1",
+                     "--max-model-len=131072", "--gpu-memory-utilization", "0.9",
+                     "--enable-prefix-caching", "--port", "8000", "--shutdown-timeout", "120"],
+    )
+    fields.update(overrides)
+    return Plan(**fields)
+
+
+# ---------------------------------------------------------------------------------- builder
+
+def test_builder_takes_every_number_from_the_plan() -> None:
+    plan = make_plan()
+    v = build_values(plan, ValuesOptions())
+    assert v.topology == "single-node"
+    assert v.replicas == 3
+    assert v.gpu.count == 8 == v.engine.tensor_parallel_size
+    assert v.model.name == plan.model_source and v.model.served_model_name == "llama-70b"
+    assert v.shm.size_limit == "64Gi"
+    assert v.resources.requests.cpu == "91500m"
+    assert v.resources.requests.memory == "600Gi" == v.resources.limits.memory
+    assert parse_quantity(v.resources.requests.ephemeral_storage) == plan.ephemeral_storage_bytes
+    start = v.probes.startup
+    assert start.failure_threshold * start.period_seconds >= plan.startup_probe_seconds
+    assert (start.failure_threshold - 1) * start.period_seconds < plan.startup_probe_seconds
+    assert v.drain.pre_stop_seconds == 15
+    assert v.drain.shutdown_timeout_seconds == 120
+    assert v.drain.termination_grace_period_seconds == 150
+    assert v.scheduling.pool == contract.pool_name("p5.48xlarge") == "gpu-p5-48xlarge"
+    assert v.scheduling.instance_type == "p5.48xlarge"
+    assert v.model.huggingface.token_secret.name == "hf-token"
+
+
+def test_builder_moves_chart_owned_args_out_and_keeps_the_rest_in_order() -> None:
+    v = build_values(make_plan(), ValuesOptions())
+    assert v.engine.args == ["--pipeline-parallel-size", "1", "--max-model-len", "131072",
+                             "--gpu-memory-utilization", "0.9", "--enable-prefix-caching"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--served-model-name", "other"], "--served-model-name"),
+    (["--tensor-parallel-size", "4"], "--tensor-parallel-size"),
+    (["-tp", "2"], "-tp"),
+    (["--port", "9000"], "--port"),
+    (["--shutdown-timeout", "5"], "--shutdown-timeout"),
+    (["some/other-model"], "positional model"),
+    (["--hf-token", "x"], "--hf-token"),
+])
+def test_builder_rejects_plan_args_that_disagree_with_the_plan(args: list[str], message: str) -> None:
+    with pytest.raises(VllmEksError, match=message):
+        build_values(make_plan(engine_args=args), ValuesOptions())
+
+
+def test_builder_s3_source() -> None:
+    plan = make_plan(model_source="s3://bucket/llama-70b/",
+                     engine_args=["--load-format", "runai_streamer", "--max-model-len", "8192"])
+    v = build_values(plan, ValuesOptions(model_source_kind="s3",
+                                         iam_role_arn="arn:aws:iam::111122223333:role/reader"))
+    assert v.model.source == "s3" and v.model.name == "s3://bucket/llama-70b/"
+    assert v.engine.args == ["--max-model-len", "8192"]
+    assert v.model.huggingface.token_secret.name == ""
+    assert v.service_account.annotations == {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/reader"}
+    with pytest.raises(VllmEksError, match="s3://"):
+        build_values(make_plan(), ValuesOptions(model_source_kind="s3"))
+    with pytest.raises(VllmEksError, match="model-source-kind s3"):
+        build_values(plan, ValuesOptions())
+
+
+def test_builder_pvc_source() -> None:
+    plan = make_plan(model_source="/models/llama-70b", engine_args=[])
+    v = build_values(plan, ValuesOptions(model_source_kind="pvc", pvc_name="fsx"))
+    assert v.model.source == "pvc" and v.model.pvc.claim_name == "fsx" and v.model.pvc.mount_path == "/models"
+    with pytest.raises(VllmEksError, match="--pvc-name"):
+        build_values(plan, ValuesOptions(model_source_kind="pvc"))
+    with pytest.raises(VllmEksError, match="under the PVC mount path"):
+        build_values(plan, ValuesOptions(model_source_kind="pvc", pvc_name="fsx", pvc_mount_path="/data"))
+
+
+def test_builder_refuses_what_single_node_cannot_render() -> None:
+    with pytest.raises(VllmEksError, match="topology"):
+        build_values(make_plan(topology="multi-node", pipeline_parallel_size=2, nodes_per_replica=2,
+                               gpus_per_pod=8), ValuesOptions())
+    with pytest.raises(VllmEksError, match="gpus_per_pod"):
+        build_values(make_plan(gpus_per_pod=4), ValuesOptions())
+
+
+def test_builder_registered_and_output_matches_schema() -> None:
+    assert CHART_BUILDERS["vllm-inference"] is build_values
+    doc = build_values(make_plan(), ValuesOptions()).model_dump(mode="json", by_alias=True, exclude_none=True)
+    jsonschema.Draft7Validator(json.loads((CHART / "values.schema.json").read_text())).validate(doc)
+
+
+def test_builder_with_the_real_planner() -> None:
+    planner = pytest.importorskip("vllm_eks.planner", reason="planner module")
+    from vllm_eks.request import PlanRequest
+
+    plan = planner.make_plan(PlanRequest(model="qwen2.5-7b-instruct", instance="g6.xlarge"))
+    v = build_values(plan, ValuesOptions())
+    assert v.gpu.count == plan.gpus_per_pod == v.engine.tensor_parallel_size
+    rendered = as_dict(parse_args(v.engine.args))
+    for flag, value in as_dict(parse_args(plan.engine_args)).items():
+        if flag not in ("--served-model-name", "--tensor-parallel-size", "--shutdown-timeout", "--port", "MODEL"):
+            assert rendered[flag] == value, flag
+
+
+# ---------------------------------------------------------------------------------- model
+
+def test_model_uses_camel_case_and_forbids_unknown_keys() -> None:
+    v = VllmInferenceValues.model_validate({"podDisruptionBudget": {"maxUnavailable": "50%"}})
+    assert v.pod_disruption_budget.max_unavailable == "50%"
+    with pytest.raises(ValidationError, match="nope"):
+        VllmInferenceValues.model_validate({"nope": 1})
+    with pytest.raises(ValidationError, match="token"):
+        VllmInferenceValues.model_validate({"model": {"huggingface": {"token": "hf_x"}}})
+    with pytest.raises(ValidationError):
+        VllmInferenceValues.model_validate({"shm": {"sizeLimit": "16GB"}})
+
+
+def test_values_yaml_defaults_equal_the_model_defaults() -> None:
+    """values.yaml is written by hand for its comments; its values must be the model's defaults."""
+    committed = yaml.safe_load((CHART / "values.yaml").read_text())
+    expected = VllmInferenceValues().model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert committed == expected
+
+
+def test_values_yaml_documents_every_key() -> None:
+    """Every key of values.yaml is preceded by a `# --` comment or sits in a documented group."""
+    lines = (CHART / "values.yaml").read_text().splitlines()
+    undocumented = []
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or stripped.startswith("- ") or ":" not in stripped:
+            continue
+        key_indent = len(line) - len(line.lstrip())
+        j = i - 1
+        while j >= 0 and lines[j].strip().startswith("#") and not lines[j].strip().startswith("# --"):
+            j -= 1
+        documented = j >= 0 and lines[j].strip().startswith("# --")
+        value = stripped.split(":", 1)[1].strip()
+        is_group = value == ""
+        # members of a documented flow/group (e.g. resources.requests.cpu) inherit its comment
+        parent_documented = False
+        k = i - 1
+        while k >= 0:
+            prev = lines[k]
+            if prev.strip() and not prev.strip().startswith("#") and len(prev) - len(prev.lstrip()) < key_indent:
+                m = k - 1
+                while m >= 0 and lines[m].strip().startswith("#") and not lines[m].strip().startswith("# --"):
+                    m -= 1
+                parent_documented = m >= 0 and lines[m].strip().startswith("# --")
+                break
+            k -= 1
+        if not (documented or is_group or parent_documented):
+            undocumented.append(stripped)
+    assert not undocumented, f"keys without a `# --` comment: {undocumented}"
+
+
+# ---------------------------------------------------------------------------------- schema
+
+def test_committed_schema_is_generated_from_the_model() -> None:
+    assert (CHART / "values.schema.json").read_text() == render_schema(VllmInferenceValues, TITLE), (
+        "charts/vllm-inference/values.schema.json is out of date: run `make schemas`")
+
+
+def _walk(node, path="values"):
+    if isinstance(node, dict):
+        yield path, node
+        for key, sub in node.items():
+            yield from _walk(sub, f"{path}.{key}")
+    elif isinstance(node, list):
+        for i, sub in enumerate(node):
+            yield from _walk(sub, f"{path}[{i}]")
+
+
+def test_schema_is_self_contained_strict_draft07() -> None:
+    schema = values_schema(VllmInferenceValues, TITLE)
+    jsonschema.Draft7Validator.check_schema(schema)
+    assert schema["$schema"] == "http://json-schema.org/draft-07/schema#"
+    text = json.dumps(schema)
+    assert "$ref" not in text and "$defs" not in text
+    objects = [(p, n) for p, n in _walk(schema) if isinstance(n, dict) and "properties" in n]
+    assert len(objects) > 20
+    for path, node in objects:
+        assert node.get("additionalProperties") is False, path
+        for name, prop in node["properties"].items():
+            assert prop.get("description"), f"{path}.{name} has no description"
+    # default values validate against the schema
+    jsonschema.Draft7Validator(schema).validate(VllmInferenceValues().model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+def test_schema_keeps_optional_fields_omittable_not_nullable() -> None:
+    sc = values_schema(VllmInferenceValues, TITLE)["properties"]["securityContext"]["properties"]
+    assert sc["runAsUser"]["type"] == "integer" and "anyOf" not in sc["runAsUser"]
+
+
+def test_schema_topology_accepts_only_single_node_for_now() -> None:
+    topo = values_schema(VllmInferenceValues, TITLE)["properties"]["topology"]
+    assert topo.get("const") == "single-node" or topo.get("enum") == ["single-node"]
+
+
+def test_schema_writer_rejects_recursive_models() -> None:
+    from pydantic import BaseModel, ConfigDict, Field
+
+    class Node(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        child: "Node | None" = Field(None, description="child")
+
+    with pytest.raises(SchemaError, match="recursive"):
+        values_schema(Node, "x")
+
+
+def test_readme_values_reference_is_generated() -> None:
+    readme = (CHART / "README.md").read_text()
+    defaults = yaml.safe_load((CHART / "values.yaml").read_text())
+    table = values_reference_markdown(values_schema(VllmInferenceValues, TITLE), defaults)
+    assert readme == replace_reference(readme, table), "chart README values reference is out of date: run `make docs`"
+    assert DOCS_START in readme and DOCS_END in readme
+    for key in ("`model.name`", "`engine.args`", "`gpu.count`", "`extraEnv[].valueFrom`"):
+        assert key in table
+
+
+# ---------------------------------------------------------------------------------- helpers
+
+@pytest.mark.parametrize("n, text", [(2 * GiB, "2Gi"), (1536 << 20, "1536Mi"), (12345, "12345"),
+                                     (0, "0"), (3 << 40, "3Ti")])
+def test_bytes_quantity(n: int, text: str) -> None:
+    assert bytes_quantity(n) == text
+    assert parse_quantity(text) == n
+
+
+@pytest.mark.parametrize("m, text", [(2000, "2"), (2920, "2920m"), (500, "500m")])
+def test_cpu_quantity(m: int, text: str) -> None:
+    assert cpu_quantity(m) == text
+    assert math.isclose(parse_quantity(text) * 1000, m)
+
+
+def test_parse_args_forms() -> None:
+    args = parse_args(["model/x", "--max_model_len", "4096", "--enforce-eager", "--seed=-1",
+                       "--kv-transfer-config", '{"a": 1}', "-tp", "2"])
+    assert as_dict(args) == {"MODEL": "model/x", "--max-model-len": "4096", "--enforce-eager": None,
+                             "--seed": "-1", "--kv-transfer-config": '{"a": 1}', "-tp": "2"}
