@@ -1,0 +1,87 @@
+"""Malformed values for charts/vllm-inference: each file under malformed/vllm-inference/ must be
+rejected by `helm template` (Helm 3 and Helm 4) with a message naming the offending key(s).
+
+A file says what it expects on its second line: `# expect: key.path[, key.path ...]`. Helm 3
+prints schema errors as `a.b.0: ...` / `a.b: Additional property c ...`, Helm 4 as
+`at '/a/b/0': ...` / `at '/a/b': additional properties 'c' ...`; the chart's validate helper
+prints `a.b[0]: ...`. Any of those forms counts as naming the key."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.harness import helm
+
+pytestmark = pytest.mark.render
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "vllm-inference"
+MALFORMED = Path(__file__).parent / "malformed" / "vllm-inference"
+FILES = sorted(MALFORMED.glob("*.yaml"))
+SENTINEL = "hf_" + "Sentinel0" * 4
+
+
+def expected_keys(path: Path) -> list[str]:
+    for line in path.read_text().splitlines()[:3]:
+        if line.startswith("# expect:"):
+            return [k.strip() for k in line.split(":", 1)[1].split(",") if k.strip()]
+    raise AssertionError(f"{path.name}: no '# expect:' line")
+
+
+def _forms(key: str) -> set[str]:
+    """Ways the helm versions and the validate helper spell one key path."""
+    if not key:
+        return {"(root)", "at ''"}
+    parts = re.split(r"\.|\[(\d+)\]", key)
+    parts = [p for p in parts if p]
+    dotted = ".".join(parts)
+    bracketed = "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in parts).lstrip(".")
+    return {dotted, bracketed, "/" + "/".join(parts)}
+
+
+def names_key(message: str, key: str) -> bool:
+    if any(form in message for form in _forms(key)):
+        return True
+    # unknown key: reported on its parent path (which ends there), with the key's own name
+    parent, _, leaf = key.rpartition(".")
+    if parent:
+        ends = {f"{form}:" for form in _forms(parent) if not form.startswith("/")}
+        ends |= {f"'{form}'" for form in _forms(parent) if form.startswith("/")}
+    else:
+        ends = {"(root):", "at ''"}
+    return any(end in message for end in ends) and re.search(
+        rf"(?<![\w-]){re.escape(leaf)}(?![\w-])", message) is not None
+
+
+def test_enough_malformed_files() -> None:
+    assert len(FILES) >= 15, f"only {len(FILES)} malformed values files in {MALFORMED}"
+
+
+@pytest.mark.parametrize("values_file", FILES, ids=[f.stem for f in FILES])
+def test_malformed_values_rejected_naming_the_key(values_file: Path, helm_version: str) -> None:
+    with pytest.raises(helm.HelmError) as info:
+        helm.render(CHART, [values_file], helm=helm_version, namespace="llm")
+    message = info.value.stderr
+    missing = [key for key in expected_keys(values_file) if not names_key(message, key)]
+    assert not missing, f"{values_file.name}: error does not name {missing}:\n{message}"
+
+
+@pytest.mark.parametrize("values_file", [f for f in FILES if SENTINEL in f.read_text()],
+                         ids=lambda f: f.stem)
+def test_rejection_does_not_echo_the_token(values_file: Path, helm_version: str) -> None:
+    """The key is named, the credential itself is not repeated in the error."""
+    with pytest.raises(helm.HelmError) as info:
+        helm.render(CHART, [values_file], helm=helm_version, namespace="llm")
+    assert SENTINEL not in info.value.stderr + info.value.stdout
+
+
+def test_validate_reports_every_error_in_one_failure() -> None:
+    values_file = MALFORMED / "31-every-validate-error-at-once.yaml"
+    with pytest.raises(helm.HelmError) as info:
+        helm.render(CHART, [values_file], namespace="llm")
+    message = info.value.stderr
+    assert message.count("vllm-inference: invalid values:") == 1
+    assert len(re.findall(r"^- ", message, flags=re.M)) >= len(expected_keys(values_file))
