@@ -3,6 +3,7 @@ a whole number of KV cache blocks."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from . import kvcache, overheads, weights
@@ -66,7 +67,8 @@ class Budget:
 
 def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings) -> Budget:
     prec = weights.precision_for(a, p.dtype_bytes, p.quant_bits, p.quant_scope)
-    requested = int(hw.gpu_memory_bytes * s.gpu_memory_utilization)
+    # vLLM: requested_memory = ceil(total * gpu_memory_utilization)
+    requested = math.ceil(hw.gpu_memory_bytes * s.gpu_memory_utilization)
     stages = []
     for stage, layers in enumerate(weights.layer_ranges(a.num_layers, s.pp)):
         w = weights.stage_bytes(a, prec, s.tp, s.pp, stage)

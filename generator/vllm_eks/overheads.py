@@ -18,13 +18,14 @@ GIB = 1024**3
 
 # Bytes that grow outside torch on one worker: cuBLAS/cuDNN workspaces and the CUDA context's
 # allocations after start-up, plus NCCL and custom all-reduce buffers when ranks talk.
-NON_TORCH_BASE = 256 * MIB
-NON_TORCH_COLLECTIVES = 768 * MIB
+NON_TORCH_BASE = 128 * MIB
+NON_TORCH_COLLECTIVES = 256 * MIB
 # CUDA graphs: a fixed pool plus a share per captured layer (all capture sizes replay into one pool).
 CUDAGRAPH_BASE = 512 * MIB
 CUDAGRAPH_PER_LAYER = 4 * MIB
-# The sampler keeps fp32 logits and probabilities for every sequence of the dummy batch.
-SAMPLER_FP32_COPIES = 2
+# The dummy sampler pass keeps fp32 logits over the whole (gathered) vocabulary for every
+# sequence, and about as many copies again for softmax, top-k/top-p sorting and logprobs.
+SAMPLER_FP32_COPIES = 5
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,10 @@ def activation_width(a: Architecture, tp: int) -> int:
         kv = max(1, a.num_kv_heads // tp)
         attn = (2 * a.num_attention_heads // tp + 2 * kv) * a.head_dim
     if a.moe is not None:
-        mlp = 3 * a.moe.expert_intermediate_size * a.moe.experts_per_token // tp + a.moe.num_experts
+        # fused-MoE intermediate caches: per routed copy of a token, gate/up output and the
+        # expert output before the weighted sum
+        k = a.moe.experts_per_token
+        mlp = k * (3 * a.moe.expert_intermediate_size // tp + h) + a.moe.num_experts
     else:
         mlp = 3 * a.intermediate_size // tp
     return 3 * h + attn + mlp
@@ -60,11 +64,11 @@ def estimate(a: Architecture, tp: int, pp: int, layers_on_rank: int, max_num_bat
              max_num_seqs: int, act_dtype_bytes: int) -> Overheads:
     width = activation_width(a, tp)
     forward = max_num_batched_tokens * width * act_dtype_bytes
-    vocab_per_rank = -(-a.vocab_size // tp)
-    sampler = max_num_seqs * vocab_per_rank * 4 * SAMPLER_FP32_COPIES
+    # logits are gathered to the full vocabulary on every rank before sampling
+    sampler = max_num_seqs * a.vocab_size * 4 * SAMPLER_FP32_COPIES
     act = forward + sampler
     act_f = (f"{max_num_batched_tokens} tokens x {width} elements x {act_dtype_bytes} B "
-             f"+ sampler {max_num_seqs} seqs x {vocab_per_rank} vocab x 4 B x {SAMPLER_FP32_COPIES}")
+             f"+ sampler {max_num_seqs} seqs x {a.vocab_size} vocab x 4 B x {SAMPLER_FP32_COPIES}")
     talks = tp > 1 or pp > 1
     non_torch = NON_TORCH_BASE + (NON_TORCH_COLLECTIVES if talks else 0)
     nt_f = f"{NON_TORCH_BASE // MIB} MiB base" + (f" + {NON_TORCH_COLLECTIVES // MIB} MiB NCCL/all-reduce buffers" if talks else "")
