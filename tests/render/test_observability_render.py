@@ -1,0 +1,217 @@
+"""charts/observability: lint and render every ci/ and values/<scenario>/ file with Helm 3 and 4,
+validate every object strictly (prometheus-operator and KEDA CRDs, Kubernetes 1.31-1.35), and
+check what each topology must render, the KEDA safety rules and the values errors."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.harness import helm, validate_all
+from vllm_eks.values.observability import ObservabilityValues
+from vllm_eks.values.schema import render_schema
+
+pytestmark = pytest.mark.render
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "observability"
+NAMESPACE = "llm"
+CI_FILES = sorted((CHART / "ci").glob("*-values.yaml"))
+SCENARIO_FILES = sorted((REPO / "values").glob("*/observability.yaml"))
+ALL_FILES = CI_FILES + SCENARIO_FILES
+MONITORING_KINDS = {"ServiceMonitor", "PodMonitor", "PrometheusRule", "ScaledObject",
+                    "TriggerAuthentication", "ConfigMap"}
+
+
+def _id(path: Path) -> str:
+    return str(path.relative_to(REPO))
+
+
+@functools.lru_cache(maxsize=None)
+def _render(values_file: Path, helm_name: str = "helm4") -> tuple[dict, ...]:
+    return tuple(helm.render(CHART, [values_file], helm=helm_name, release="vllm", namespace=NAMESPACE))
+
+
+def _values(values_file: Path) -> ObservabilityValues:
+    return ObservabilityValues.model_validate(yaml.safe_load(values_file.read_text()) or {})
+
+
+def _of_kind(objects, kind: str) -> list[dict]:
+    return [o for o in objects if o["kind"] == kind]
+
+
+def test_ci_files_exist() -> None:
+    assert len(CI_FILES) >= 5, f"expected ci/NN-purpose-values.yaml scenarios in {CHART / 'ci'}"
+    for path in CI_FILES:
+        assert path.read_text().startswith("# Purpose:"), f"{_id(path)}: first line must state its purpose"
+
+
+def test_committed_scenarios_exist() -> None:
+    assert SCENARIO_FILES, "no values/<scenario>/observability.yaml committed: run `make values`"
+
+
+@pytest.mark.parametrize("values_file", ALL_FILES, ids=_id)
+def test_lint_strict(values_file: Path, helm_version: str) -> None:
+    helm.lint(CHART, [values_file], helm=helm_version)
+
+
+@pytest.mark.parametrize("values_file", ALL_FILES, ids=_id)
+def test_render_validates_strictly(values_file: Path, helm_version: str, crd_registry, kube_version: str) -> None:
+    objects = list(_render(values_file, helm_version))
+    assert objects, f"{_id(values_file)} rendered nothing"
+    assert {o["kind"] for o in objects} <= MONITORING_KINDS, {o["kind"] for o in objects}
+    report = validate_all(objects, crd_registry, kube_version=kube_version)
+    assert report.total == len(objects), report.summary()
+
+
+@pytest.mark.parametrize("values_file", ALL_FILES, ids=_id)
+def test_helm3_and_helm4_render_the_same(values_file: Path) -> None:
+    assert _render(values_file, "helm3") == _render(values_file, "helm4")
+
+
+@pytest.mark.parametrize("values_file", ALL_FILES, ids=_id)
+def test_topology_objects(values_file: Path) -> None:
+    """Which monitor scrapes the model server, and what is scaled, per topology."""
+    values = _values(values_file)
+    objects = _render(values_file)
+    service_monitors = {o["metadata"]["name"]: o for o in _of_kind(objects, "ServiceMonitor")}
+    pod_monitors = _of_kind(objects, "PodMonitor")
+    scaled = _of_kind(objects, "ScaledObject")
+    vllm_sm = [o for name, o in service_monitors.items() if name.endswith("-vllm")]
+    if not values.monitors.vllm.enabled:
+        assert not vllm_sm and not pod_monitors
+    elif values.topology == "single-node":
+        assert len(vllm_sm) == 1 and not pod_monitors
+    elif values.topology == "multi-node":
+        assert not vllm_sm and len(pod_monitors) == 1
+        labels = pod_monitors[0]["spec"]["selector"]["matchLabels"]
+        assert labels.get("leaderworkerset.sigs.k8s.io/worker-index") == "0", "workers serve no /metrics"
+    else:  # ray-serve
+        assert not vllm_sm and len(pod_monitors) == 1
+        endpoint = pod_monitors[0]["spec"]["podMetricsEndpoints"][0]
+        assert endpoint["port"] == "metrics"
+        rename = endpoint["metricRelabelings"][-1]
+        assert rename["regex"] == "ray_vllm_(.+)" and rename["replacement"] == "vllm:$1"
+        assert rename["targetLabel"] == "__name__"
+    if values.topology == "ray-serve" or not values.autoscaling.enabled:
+        assert not scaled, "Ray Serve scales itself; no ScaledObject"
+    else:
+        assert len(scaled) == 1
+        ref = scaled[0]["spec"]["scaleTargetRef"]
+        expected = (("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet") if values.topology == "multi-node"
+                    else ("apps/v1", "Deployment"))
+        assert (ref["apiVersion"], ref["kind"]) == expected
+    assert bool(_of_kind(objects, "PrometheusRule")) == values.rules.enabled
+    assert bool(_of_kind(objects, "ConfigMap")) == values.dashboards.enabled
+    assert ("dcgm" in " ".join(service_monitors)) == values.monitors.dcgm.enabled
+
+
+@pytest.mark.parametrize("values_file", ALL_FILES, ids=_id)
+def test_monitors_carry_the_prometheus_selector_labels(values_file: Path) -> None:
+    values = _values(values_file)
+    for obj in _render(values_file):
+        if obj["kind"] in {"ServiceMonitor", "PodMonitor", "PrometheusRule"}:
+            labels = obj["metadata"]["labels"]
+            for key, value in values.prometheus.monitor_labels.items():
+                assert labels.get(key) == value, f"{obj['kind']} {obj['metadata']['name']}: label {key}"
+        if obj["kind"] in {"ServiceMonitor", "PodMonitor"}:
+            endpoints = obj["spec"].get("endpoints") or obj["spec"]["podMetricsEndpoints"]
+            job = endpoints[0]["relabelings"][0]
+            assert job["targetLabel"] == "job" and job["replacement"] in {values.metrics.job, values.monitors.dcgm.job}
+
+
+@pytest.mark.parametrize("values_file", ALL_FILES, ids=_id)
+def test_scaled_object_follows_the_seed_and_does_not_flap(values_file: Path) -> None:
+    values = _values(values_file)
+    for obj in _of_kind(_render(values_file), "ScaledObject"):
+        spec = obj["spec"]
+        trigger = spec["triggers"][0]
+        assert trigger["type"] == "prometheus" and trigger["metricType"] == "AverageValue"
+        query = trigger["metadata"]["query"]
+        assert query.startswith("sum(vllm:num_requests_waiting{") and 'job="' in query and 'namespace="' in query
+        assert trigger["metadata"]["threshold"] == str(values.autoscaling.threshold)
+        assert spec["cooldownPeriod"] >= 600
+        assert spec["minReplicaCount"] >= 1 or values.autoscaling.allow_scale_to_zero
+        assert spec["maxReplicaCount"] >= spec["minReplicaCount"]
+        behavior = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+        assert behavior["scaleDown"]["stabilizationWindowSeconds"] >= 600
+        assert behavior["scaleDown"]["policies"][0] == {"type": "Pods", "value": 1, "periodSeconds": 300} \
+            or behavior["scaleDown"]["policies"][0]["value"] <= 1
+        assert behavior["scaleUp"]["stabilizationWindowSeconds"] > 0
+        if values.autoscaling.fallback.enabled:
+            assert spec["fallback"]["failureThreshold"] >= 1
+            assert spec["fallback"]["replicas"] <= spec["maxReplicaCount"]
+        assert obj["metadata"]["namespace"] == (values.target.namespace or NAMESPACE)
+
+
+@pytest.mark.parametrize("values_file", ALL_FILES, ids=_id)
+def test_dashboards_are_packaged_from_the_sources(values_file: Path) -> None:
+    values = _values(values_file)
+    configmaps = _of_kind(_render(values_file), "ConfigMap")
+    if not values.dashboards.enabled:
+        assert not configmaps
+        return
+    sources = {p.name: p.read_text() for p in (CHART / "dashboards").glob("*.json")}
+    packaged = {key: text for cm in configmaps for key, text in cm["data"].items()}
+    assert packaged.keys() == sources.keys()
+    for name, text in packaged.items():
+        assert json.loads(text) == json.loads(sources[name]), f"{name} differs from its source"
+        assert len(text.encode()) < 1024 * 1024, f"{name}: over the ConfigMap size limit"
+    for cm in configmaps:
+        for key, value in values.dashboards.sidecar_labels.items():
+            assert cm["metadata"]["labels"].get(key) == value
+
+
+def test_chart_values_yaml_is_the_model_default() -> None:
+    """values.yaml documents the model's defaults: the two must not drift apart."""
+    on_disk = yaml.safe_load((CHART / "values.yaml").read_text())
+    model = ObservabilityValues.model_validate(on_disk)
+    assert model == ObservabilityValues()
+
+
+def test_values_schema_is_generated_from_the_model() -> None:
+    on_disk = json.loads((CHART / "values.schema.json").read_text())
+    assert on_disk == json.loads(render_schema(ObservabilityValues, on_disk.get("title", "observability values")))
+
+
+# --- values errors: one message naming the key ----------------------------------------------
+
+BAD_VALUES = [
+    ({"autoscaling": {"minReplicaCount": 0}}, "autoscaling.minReplicaCount"),
+    ({"autoscaling": {"minReplicaCount": 0, "allowScaleToZero": True}}, "autoscaling.extraTriggers"),
+    ({"autoscaling": {"cooldownPeriod": 300}}, "autoscaling.cooldownPeriod"),
+    ({"autoscaling": {"behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}}}},
+     "autoscaling.behavior.scaleDown.stabilizationWindowSeconds"),
+    ({"autoscaling": {"minReplicaCount": 5, "maxReplicaCount": 2}}, "autoscaling.maxReplicaCount"),
+    ({"autoscaling": {"triggerAuthentication": {"enabled": True}}}, "autoscaling.triggerAuthentication"),
+    ({"metrics": {"job": ""}}, "metrics.job"),
+]
+
+
+@pytest.mark.parametrize(("bad", "key"), BAD_VALUES, ids=[k for _, k in BAD_VALUES])
+def test_validate_helper_names_the_key(tmp_path: Path, helm_version: str, bad: dict, key: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(bad))
+    # --skip-schema-validation: the template's validate helper must catch it on its own too
+    # (values.schema.json cannot express the cross-field rules).
+    with pytest.raises(helm.HelmError) as err:
+        helm.render(CHART, [path], helm=helm_version, namespace=NAMESPACE, extra_args=["--skip-schema-validation"])
+    assert key in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize(("bad", "fragment"), [
+    ({"topology": "disaggregated"}, "topology"),
+    ({"autoscaling": {"threshold": "five"}}, "threshold"),
+    ({"rules": {"thresholds": {"kvCacheUsage": 1.5}}}, "kvCacheUsage"),
+    ({"monitors": {"vllm": {"prot": "http"}}}, "prot"),
+], ids=["topology", "threshold-type", "kv-range", "unknown-key"])
+def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict, fragment: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(bad))
+    with pytest.raises(helm.HelmError) as err:
+        helm.render(CHART, [path], helm=helm_version, namespace=NAMESPACE)
+    assert fragment in str(err.value), str(err.value)
