@@ -255,14 +255,23 @@ def root_volume_gib(plan: Plan) -> int:
     return int(math.ceil(total / (10 * GIB)) * 10)
 
 
+def nodes_needed(plan: Plan) -> int:
+    """Nodes all replicas occupy: replicas that use fewer GPUs than a node share nodes (the
+    planner sizes their CPU and memory requests to the same fraction of the node)."""
+    if plan.nodes_per_replica > 1 or plan.gpus_per_pod >= plan.gpus_per_node:
+        return plan.replicas * plan.nodes_per_replica
+    per_node = max(1, plan.gpus_per_node // max(1, plan.gpus_per_pod))
+    return math.ceil(plan.replicas / per_node)
+
+
 def gpu_limit(plan: Plan) -> int:
-    """GPUs of every node the serving pods need, plus one replica group for a rolling update.
+    """GPUs of every node the serving pods need, plus one replica group of headroom.
 
     Karpenter counts a node's whole capacity against `limits`, so the unit is nodes x GPUs per
-    node. The extra group lets a surge replica (or the replacement of a drained node) launch while
-    the old one still runs; without it the rollout stalls at the limit."""
-    group = plan.nodes_per_replica * plan.gpus_per_node
-    return (plan.replicas + 1) * group
+    node. The headroom exists because Karpenter replaces a drifted or expired node by launching
+    the replacement first, and a rolling update with maxSurge > 0 needs a node for the surge
+    pod: at a limit of exactly the steady state both would stall."""
+    return (nodes_needed(plan) + plan.nodes_per_replica) * plan.gpus_per_node
 
 
 def _placement_group(name: str | None) -> PlacementGroup | None:
