@@ -1,0 +1,199 @@
+"""Cross-chart consistency for every committed values/<scenario>/: each monitor and ScaledObject
+of charts/observability selects objects the rendered vllm-inference (and gpu-infra) output
+actually contains — names, namespaces, labels and port names — as Prometheus Operator and KEDA
+would resolve them."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.harness import helm
+from vllm_eks import contract
+from vllm_eks.values.observability import vllm_inference_fullname
+
+pytestmark = pytest.mark.render
+
+REPO = Path(__file__).resolve().parents[2]
+CHARTS = REPO / "charts"
+SCENARIOS = sorted(p.parent for p in (REPO / "values").glob("*/observability.yaml")
+                   if (p.parent / "vllm-inference.yaml").is_file())
+GPU_INFRA_RELEASE = "gpu-infra"
+GPU_INFRA_NAMESPACE = "gpu-infra"
+# Labels the LeaderWorkerSet controller and KubeRay put on the pods they create (not in the
+# pod templates): LWS worker-index ("0" on the leader); KubeRay's ray.io/is-ray-node.
+LWS_LEADER_LABELS = {contract.LWS_WORKER_INDEX_LABEL: "0"}
+KUBERAY_POD_LABELS = {"ray.io/is-ray-node": "yes"}
+# KubeRay adds a container port `metrics` (8080) to every Ray container that lacks one
+# (ray-project/kuberay ray-operator/controllers/ray/common/pod.go).
+KUBERAY_DEFAULT_PORTS = {"metrics"}
+
+
+def _id(path: Path) -> str:
+    return path.name
+
+
+def _obs_values(scenario: Path) -> dict[str, Any]:
+    return yaml.safe_load((scenario / "observability.yaml").read_text())
+
+
+def _namespace(scenario: Path) -> str:
+    return _obs_values(scenario)["target"].get("namespace") or "llm"
+
+
+@functools.lru_cache(maxsize=None)
+def _rendered(scenario: Path) -> dict[str, list[dict]]:
+    values = _obs_values(scenario)
+    namespace = _namespace(scenario)
+    release = values["target"]["release"]
+    out = {
+        "observability": helm.render(CHARTS / "observability", [scenario / "observability.yaml"],
+                                     release=f"{release}-observability", namespace=namespace),
+        "vllm-inference": helm.render(CHARTS / "vllm-inference", [scenario / "vllm-inference.yaml"],
+                                      release=release, namespace=namespace),
+    }
+    if (scenario / "gpu-infra.yaml").is_file():
+        out["gpu-infra"] = helm.render(CHARTS / "gpu-infra", [scenario / "gpu-infra.yaml"],
+                                       release=GPU_INFRA_RELEASE, namespace=GPU_INFRA_NAMESPACE)
+    return out
+
+
+def _selects(match_labels: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in match_labels.items())
+
+
+def _in_namespaces(selector: dict, namespace: str, own: str) -> bool:
+    if selector.get("any"):
+        return True
+    names = selector.get("matchNames")
+    return namespace in names if names else namespace == own
+
+
+def _ns(obj: dict) -> str:
+    return obj["metadata"].get("namespace", "")
+
+
+def _container_port_names(pod_spec: dict) -> set[str]:
+    return {p["name"] for c in pod_spec.get("containers", []) for p in c.get("ports", []) if p.get("name")}
+
+
+def _pod_templates(objects: list[dict]) -> list[tuple[str, dict, dict]]:
+    """(what, pod labels as created, pod spec) for every pod the workload objects will create."""
+    pods: list[tuple[str, dict, dict]] = []
+    for obj in objects:
+        kind, name = obj["kind"], obj["metadata"]["name"]
+        if kind in {"Deployment", "StatefulSet"}:
+            tpl = obj["spec"]["template"]
+            pods.append((f"{kind}/{name}", tpl["metadata"].get("labels", {}), tpl["spec"]))
+        elif kind == "LeaderWorkerSet":
+            lwt = obj["spec"]["leaderWorkerTemplate"]
+            leader = lwt.get("leaderTemplate") or lwt["workerTemplate"]
+            pods.append((f"{kind}/{name} leader", {**leader["metadata"].get("labels", {}), **LWS_LEADER_LABELS},
+                         leader["spec"]))
+            worker = lwt["workerTemplate"]
+            pods.append((f"{kind}/{name} worker", {**worker["metadata"].get("labels", {}),
+                                                   contract.LWS_WORKER_INDEX_LABEL: "1"}, worker["spec"]))
+        elif kind == "RayService":
+            cluster = obj["spec"]["rayClusterConfig"]
+            groups = [("head", cluster["headGroupSpec"]["template"])] + [
+                (g["groupName"], g["template"]) for g in cluster.get("workerGroupSpecs", [])]
+            for group, tpl in groups:
+                spec = dict(tpl["spec"])
+                pods.append((f"{kind}/{name} {group}", {**tpl["metadata"].get("labels", {}), **KUBERAY_POD_LABELS},
+                             spec))
+    return pods
+
+
+def test_scenarios_exist() -> None:
+    assert SCENARIOS, "no values/<scenario>/ with observability.yaml and vllm-inference.yaml: run `make values`"
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=_id)
+def test_target_name_matches_the_vllm_inference_fullname(scenario: Path) -> None:
+    values = _obs_values(scenario)
+    workloads = [o for o in _rendered(scenario)["vllm-inference"]
+                 if o["kind"] in {"Deployment", "LeaderWorkerSet", "RayService"}]
+    assert workloads, "vllm-inference rendered no workload"
+    names = {o["metadata"]["name"] for o in workloads}
+    assert vllm_inference_fullname(values["target"]["release"]) in names, names
+    assert values["target"]["name"] in names, names
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=_id)
+def test_model_server_monitor_selects_serving_endpoints(scenario: Path) -> None:
+    rendered = _rendered(scenario)
+    obs, served = rendered["observability"], rendered["vllm-inference"]
+    topology = _obs_values(scenario)["topology"]
+    monitors = [o for o in obs if o["kind"] in {"ServiceMonitor", "PodMonitor"}
+                and not o["metadata"]["name"].endswith("-dcgm-exporter")]
+    assert len(monitors) == 1, [o["metadata"]["name"] for o in monitors]
+    monitor = monitors[0]
+    spec = monitor["spec"]
+    match = spec["selector"]["matchLabels"]
+    own_ns = _ns(monitor)
+    if monitor["kind"] == "ServiceMonitor":
+        assert topology == "single-node"
+        services = [s for s in served if s["kind"] == "Service" and _selects(match, s["metadata"].get("labels", {}))
+                    and _in_namespaces(spec["namespaceSelector"], _ns(s), own_ns)]
+        assert services, f"ServiceMonitor selects no Service with {match}"
+        pods = _pod_templates(served)
+        for service in services:
+            ports = {p.get("name"): p for p in service["spec"]["ports"]}
+            for endpoint in spec["endpoints"]:
+                assert endpoint["port"] in ports, f"Service {service['metadata']['name']} has no port {endpoint['port']}"
+                target_port = ports[endpoint["port"]].get("targetPort")
+                backing = [(what, pod_spec) for what, labels, pod_spec in pods
+                           if _selects(service["spec"]["selector"], labels)]
+                assert backing, f"Service {service['metadata']['name']} selects no pod template"
+                if isinstance(target_port, str):
+                    for what, pod_spec in backing:
+                        assert target_port in _container_port_names(pod_spec), f"{what}: no container port {target_port}"
+    else:
+        assert topology in {"multi-node", "ray-serve"}
+        pods = [(what, labels, pod_spec) for what, labels, pod_spec in _pod_templates(served)
+                if _selects(match, labels)]
+        assert pods, f"PodMonitor selects no pod template with {match}"
+        if topology == "multi-node":
+            assert all(what.endswith("leader") for what, _, _ in pods), [w for w, _, _ in pods]
+        for endpoint in spec["podMetricsEndpoints"]:
+            for what, _, pod_spec in pods:
+                names = _container_port_names(pod_spec) | (KUBERAY_DEFAULT_PORTS if topology == "ray-serve" else set())
+                assert endpoint["port"] in names, f"{what}: no container port {endpoint['port']}"
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=_id)
+def test_scaled_object_targets_a_rendered_workload(scenario: Path) -> None:
+    rendered = _rendered(scenario)
+    scaled = [o for o in rendered["observability"] if o["kind"] == "ScaledObject"]
+    topology = _obs_values(scenario)["topology"]
+    if topology == "ray-serve":
+        assert not scaled
+        return
+    assert len(scaled) == 1, "every Deployment/LeaderWorkerSet scenario autoscales on the queue"
+    ref = scaled[0]["spec"]["scaleTargetRef"]
+    targets = [o for o in rendered["vllm-inference"]
+               if (o["apiVersion"], o["kind"], o["metadata"]["name"]) == (ref["apiVersion"], ref["kind"], ref["name"])
+               and _ns(o) == _ns(scaled[0])]
+    assert targets, f"ScaledObject targets {ref} in {_ns(scaled[0])}, which vllm-inference does not render"
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=_id)
+def test_dcgm_monitor_selects_the_gpu_infra_exporter(scenario: Path) -> None:
+    rendered = _rendered(scenario)
+    monitors = [o for o in rendered["observability"]
+                if o["kind"] == "ServiceMonitor" and o["metadata"]["name"].endswith("-dcgm-exporter")]
+    if not monitors:
+        assert _obs_values(scenario)["monitors"]["dcgm"]["enabled"] is False
+        return
+    assert "gpu-infra" in rendered, "DCGM monitor rendered but the scenario has no gpu-infra values"
+    spec = monitors[0]["spec"]
+    services = [s for s in rendered["gpu-infra"] if s["kind"] == "Service"
+                and _selects(spec["selector"]["matchLabels"], s["metadata"].get("labels", {}))
+                and _in_namespaces(spec["namespaceSelector"], _ns(s), _ns(monitors[0]))]
+    assert len(services) == 1, f"DCGM ServiceMonitor selects {len(services)} gpu-infra Services"
+    ports = {p.get("name") for p in services[0]["spec"]["ports"]}
+    assert spec["endpoints"][0]["port"] in ports, ports
