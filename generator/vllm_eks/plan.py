@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Topology = Literal["single-node", "multi-node"]
+Topology = Literal["single-node", "multi-node", "ray-serve", "disaggregated"]
 
 
 class Derivation(BaseModel):
@@ -21,6 +21,29 @@ class Derivation(BaseModel):
     value: str = Field(description="The value, formatted with its unit")
     formula: str = Field(description="How it was computed, with the inputs substituted")
     source: str = Field(default="", description="Why this rule: vLLM behaviour, AWS fact or user pin")
+
+
+class ServeAutoscaling(BaseModel):
+    """Ray Serve's own autoscaler for the ray-serve topology (it scales model replicas inside
+    the RayCluster; KubeRay's autoscaler adds the worker pods they need)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_replicas: int
+    max_replicas: int
+    target_ongoing_requests: int
+
+
+class PoolPlan(BaseModel):
+    """One pool of a prefill/decode disaggregated deployment."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["prefill", "decode"]
+    replicas: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    engine_args: list[str]
 
 
 class Plan(BaseModel):
@@ -87,6 +110,11 @@ class Plan(BaseModel):
     cost_per_hour_usd: float | None = Field(description="On-demand price of one replica (all its nodes)")
 
     engine_args: list[str] = Field(description="Arguments after `vllm serve`")
+    serve_autoscaling: ServeAutoscaling | None = None
+    prefill: PoolPlan | None = None
+    decode: PoolPlan | None = None
+    kv_transfer_config: dict | None = Field(
+        default=None, description="vLLM --kv-transfer-config of both pools (NIXL over EFA via libfabric)")
     derivations: list[Derivation] = Field(default_factory=list)
 
     def json_summary(self) -> dict:

@@ -7,6 +7,7 @@ and TP never spans machines."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from .catalog import ResolvedModel, resolve_model
 from .engine_args import engine_args
 from .errors import DoesNotFitError, InvalidOptionError
 from .hardware import GIB, Hardware, resolve_hardware
-from .plan import Derivation, Plan
+from .plan import Derivation, Plan, PoolPlan, ServeAutoscaling
 from .request import PlanRequest
 from .sizing import size_pod
 
@@ -34,6 +35,8 @@ REQUIRED_CONTEXT = 8192
 # KV cache holds at this length only causes preemptions.
 TYPICAL_REQUEST_TOKENS = 2048
 MAX_PIPELINE_STAGES = 16
+# Prefill pools run few sequences at once: a handful of long prompts fills a scheduler step.
+PREFILL_MAX_NUM_SEQS = 16
 CONTEXT_LADDER = (1048576, 524288, 262144, 131072, 65536, 32768, 16384, 8192, 4096, 2048, 1024)
 
 
@@ -88,6 +91,8 @@ def _check_request(req: PlanRequest) -> None:
     positive("--block-size", req.block_size)
     positive("--kv-cache-memory", req.kv_cache_memory_gib)
     positive("--load-bandwidth-mib-s", req.load_bandwidth_mib_s)
+    positive("--prefill-replicas", req.prefill_replicas)
+    positive("--decode-replicas", req.decode_replicas)
     u = req.gpu_memory_utilization
     if u is not None and not (0 < u <= 1):
         raise InvalidOptionError(f"--gpu-memory-utilization must be in (0, 1], got {u}")
@@ -301,7 +306,17 @@ def _plan(self: _Planner) -> Plan:
                    "so fill it")
     downloads = not (req.model_source or "").startswith(("s3://", "/"))
     checkpoint = b.weights_total
-    sizing = size_pod(hw, gpus_per_pod, tp, multi, checkpoint, nodes, downloads,
+    disaggregated = req.topology == "disaggregated"
+    if disaggregated and multi:
+        raise InvalidOptionError(
+            f"--topology disaggregated needs one model copy per node, but {self.model.id} needs "
+            f"{pp} {hw.name} nodes; choose a larger instance or --topology auto")
+    if disaggregated and hw.efa_max == 0:
+        with_efa = sorted(h.name for h in _catalog_instances() if h.efa_max > 0)
+        raise InvalidOptionError(
+            f"--topology disaggregated moves the KV cache over EFA, and {hw.name} has no EFA interface "
+            f"(instances with EFA: {', '.join(with_efa)})")
+    sizing = size_pod(hw, gpus_per_pod, tp, multi or disaggregated, checkpoint, nodes, downloads,
                       int(req.load_bandwidth_mib_s * 1024**2) if req.load_bandwidth_mib_s else None)
     cost = None
     if hw.usd_per_hour is not None:
@@ -315,6 +330,27 @@ def _plan(self: _Planner) -> Plan:
         kv_cache_memory_bytes=self.kv_pin, max_num_seqs=seqs, max_num_batched_tokens=self.batched,
         block_size=self.block, served_model_name=served, shutdown_timeout=sizing.shutdown_timeout_seconds,
         s3=source.startswith("s3://"))
+    topology = "multi-node" if multi else "single-node"
+    serve_autoscaling = prefill = decode = kv_transfer = None
+    if req.topology == "ray-serve":
+        topology = "ray-serve"
+        target = max(1, seqs // 2)
+        ceiling = replicas if req.replicas is not None else max(2, replicas)
+        serve_autoscaling = ServeAutoscaling(min_replicas=1, max_replicas=ceiling, target_ongoing_requests=target)
+    elif disaggregated:
+        topology = "disaggregated"
+        kv_transfer = {"kv_connector": "NixlConnector", "kv_role": "kv_both",
+                       "kv_connector_extra_config": {"backends": ["LIBFABRIC"]}}
+        decode_n = req.decode_replicas or replicas
+        prefill_n = req.prefill_replicas or max(1, math.ceil(decode_n / 2))
+        prefill_seqs = min(seqs, PREFILL_MAX_NUM_SEQS)
+        prefill = PoolPlan(role="prefill", replicas=prefill_n, max_num_seqs=prefill_seqs,
+                           max_num_batched_tokens=self.batched,
+                           engine_args=_pool_args(args, prefill_seqs, kv_transfer))
+        decode = PoolPlan(role="decode", replicas=decode_n, max_num_seqs=seqs,
+                          max_num_batched_tokens=self.batched, engine_args=_pool_args(args, seqs, kv_transfer))
+    if (req.prefill_replicas or req.decode_replicas) and not disaggregated:
+        raise InvalidOptionError("--prefill-replicas/--decode-replicas need --topology disaggregated")
     prec = weights.precision_for(a, p.dtype_bytes, p.quant_bits, p.quant_scope)
     per_tok = max(s.layout.bytes_per_token for s in b.stages)
     lay = worst.layout
@@ -360,6 +396,18 @@ def _plan(self: _Planner) -> Plan:
     add("replicas", str(replicas), rep_why)
     for key, note in sizing.notes.items():
         add(key, _fmt_sizing(key, sizing), note)
+    if serve_autoscaling is not None:
+        add("serve_autoscaling", f"{serve_autoscaling.min_replicas}..{serve_autoscaling.max_replicas} replicas, "
+            f"target {serve_autoscaling.target_ongoing_requests} ongoing requests",
+            f"min 1, max = {'--replicas' if req.replicas is not None else f'max(2, replicas {replicas})'}, "
+            f"target = max_num_seqs {seqs} / 2",
+            "Ray Serve scales model replicas; half the running-sequence cap leaves room for bursts")
+    if prefill is not None and decode is not None:
+        add("prefill/decode pools", f"{prefill.replicas} prefill + {decode.replicas} decode",
+            f"decode = replicas {decode.replicas}; prefill = ceil(decode / 2); prefill max_num_seqs = "
+            f"min({seqs}, {PREFILL_MAX_NUM_SEQS})",
+            "prefill is compute-bound: a few long prompts fill a scheduler step, and each prefill pass is short; "
+            "decode is memory-bound: it holds every running sequence's KV cache, so it gets the larger pool")
     if cost is not None:
         add("cost_per_hour_usd", f"${cost:.2f}", f"${hw.usd_per_hour}/h x {nodes} node(s) x {gpus_per_pod}/{hw.gpus_per_node} GPUs",
             "on-demand us-east-1 (override with --price-per-hour)")
@@ -367,7 +415,7 @@ def _plan(self: _Planner) -> Plan:
     return Plan(
         model=self.model.id, model_source=source, served_model_name=served, instance=hw.name, gpu=hw.gpu,
         gpus_per_node=hw.gpus_per_node, gpu_memory_bytes=hw.gpu_memory_bytes,
-        topology="multi-node" if multi else "single-node",
+        topology=topology,
         tensor_parallel_size=tp, pipeline_parallel_size=pp, nodes_per_replica=nodes, gpus_per_pod=gpus_per_pod,
         replicas=replicas, dtype=p.dtype, quantization=p.quantization, kv_cache_dtype=p.kv_cache_dtype,
         weights_bytes_total=b.weights_total, weights_bytes_per_gpu=max(s.weights for s in b.stages),
@@ -382,7 +430,14 @@ def _plan(self: _Planner) -> Plan:
         ephemeral_storage_bytes=sizing.ephemeral_bytes, load_bandwidth_bytes_per_s=sizing.load_bandwidth,
         startup_probe_seconds=sizing.startup_seconds, shutdown_timeout_seconds=sizing.shutdown_timeout_seconds,
         prestop_seconds=sizing.prestop_seconds, termination_grace_period_seconds=sizing.grace_seconds,
-        cost_per_hour_usd=cost, engine_args=args, derivations=d)
+        cost_per_hour_usd=cost, engine_args=args, serve_autoscaling=serve_autoscaling, prefill=prefill,
+        decode=decode, kv_transfer_config=kv_transfer, derivations=d)
+
+
+def _pool_args(args: list[str], max_num_seqs: int, kv_transfer: dict) -> list[str]:
+    out = list(args)
+    out[out.index("--max-num-seqs") + 1] = str(max_num_seqs)
+    return out + ["--kv-transfer-config", json.dumps(kv_transfer, separators=(",", ":"))]
 
 
 def _fmt_sizing(key: str, s) -> str:

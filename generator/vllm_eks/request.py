@@ -23,6 +23,11 @@ class PlanRequest(BaseModel):
     quantization: Literal["fp8", "awq", "gptq"] | None = None
     kv_cache_dtype: Literal["auto", "fp8"] = "auto"
 
+    topology: Literal["auto", "ray-serve", "disaggregated"] = Field(
+        default="auto", description="auto: single-node or multi-node as the model needs")
+    prefill_replicas: int | None = None
+    decode_replicas: int | None = None
+
     # pins of planner decisions
     tensor_parallel_size: int | None = None
     pipeline_parallel_size: int | None = None

@@ -1,5 +1,7 @@
 """The parallelism decisions of DESIGN §4 on the catalog's reference pairs."""
 
+import json
+
 import pytest
 
 GIB = 1024**3
@@ -132,3 +134,28 @@ def test_seed_000_70b_fp16_tp4_on_one_g5_12xlarge_is_refused(cli):
     assert "short by" in line and "GiB" in line
     assert "--pipeline-parallel-size 2" in line   # TP=4 x PP=2 over two g5.12xlarge
     assert "4-bit" in line
+
+
+def test_ray_serve_topology_70b_on_g6e_12xlarge(plan_json):
+    p = plan_json("--model", "llama-3.1-70b-instruct", "--instance", "g6e.12xlarge", "--topology", "ray-serve")
+    assert p["topology"] == "ray-serve" and p["tensor_parallel_size"] == 4
+    auto = p["serve_autoscaling"]
+    assert auto["min_replicas"] == 1 and auto["max_replicas"] >= 2
+    assert auto["target_ongoing_requests"] == p["max_num_seqs"] // 2
+
+
+def test_disaggregated_pools_on_g6_8xlarge(plan_json):
+    p = plan_json("--model", "qwen3-8b", "--instance", "g6.8xlarge", "--topology", "disaggregated",
+                  "--max-model-len", "4096", "--decode-replicas", "2")
+    assert p["topology"] == "disaggregated"
+    assert p["decode"]["replicas"] == 2 and p["prefill"]["replicas"] == 1
+    assert p["prefill"]["max_num_seqs"] <= p["decode"]["max_num_seqs"]
+    assert p["efa_devices_per_pod"] == 1
+    cfg = json.loads(p["decode"]["engine_args"][p["decode"]["engine_args"].index("--kv-transfer-config") + 1])
+    assert cfg["kv_connector"] == "NixlConnector"
+    assert cfg["kv_connector_extra_config"] == {"backends": ["LIBFABRIC"]}
+
+
+def test_disaggregated_needs_efa(cli):
+    r = cli("plan", "--model", "qwen3-8b", "--instance", "g6.xlarge", "--topology", "disaggregated")
+    assert r.exit_code == 1 and "no EFA" in r.stderr
