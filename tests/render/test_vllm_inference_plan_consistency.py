@@ -1,0 +1,121 @@
+"""The rendered model server equals the Plan: for every committed scenario (values/<scenario>/ with
+plan.json and vllm-inference.yaml, written by `make values`) and for Plans made here by the real
+planner, the Deployment's args, GPU limit, /dev/shm, requests, probe timings, drain and grace
+period are the Plan's numbers, rendered by Helm 3 and Helm 4."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.harness import helm
+from vllm_eks import contract
+from vllm_eks.emit import values_document
+from vllm_eks.plan import Plan
+from vllm_eks.values.engine_args import as_dict, parse_args
+from vllm_eks.values.options import ValuesOptions
+from vllm_eks.values.quantity import parse_quantity
+from vllm_eks.values.vllm_inference import build_values
+
+pytestmark = pytest.mark.render
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "vllm-inference"
+SCENARIOS = sorted(p.parent for p in (ROOT / "values").glob("*/plan.json")
+                   if (p.parent / "vllm-inference.yaml").is_file())
+# Arguments the chart renders from their own values; everything else comes from engine.args.
+CHART_OWNED = {"--port", "--served-model-name", "--tensor-parallel-size", "--shutdown-timeout", "--load-format"}
+# Issue 3's single-node scenarios, planned here so the check runs even before `make values`.
+PLANNED = [("llama-3.1-8b-instruct", "g6e.xlarge"), ("llama-3.1-70b-instruct", "p5.48xlarge"),
+           ("qwen2.5-7b-instruct", "g6.xlarge"), ("llama-3.3-70b-instruct-fp8", "p5.48xlarge"),
+           ("gpt-oss-120b", "p5.48xlarge")]
+
+
+def assert_matches_plan(objects: list[dict[str, Any]], plan: Plan) -> None:
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    assert deployment["spec"]["replicas"] == plan.replicas
+
+    # args: the model first, every Plan argument with the Plan's value, nothing unexplained
+    rendered = as_dict(parse_args(c["args"]))
+    assert c["args"][0] == plan.model_source
+    wanted = as_dict(parse_args(plan.engine_args))
+    wanted.pop("MODEL", None)
+    for flag, value in wanted.items():
+        assert flag in rendered, f"{flag} of the Plan is missing from the rendered args"
+        assert rendered[flag] == value, f"{flag}: rendered {rendered[flag]!r}, Plan {value!r}"
+    extra = set(rendered) - set(wanted) - {"MODEL"}
+    assert extra <= CHART_OWNED, f"rendered args not in the Plan: {extra - CHART_OWNED}"
+    assert rendered["--served-model-name"] == plan.served_model_name
+    assert rendered["--tensor-parallel-size"] == str(plan.tensor_parallel_size)
+    assert rendered["--shutdown-timeout"] == str(plan.shutdown_timeout_seconds)
+    assert rendered["--port"] == str(contract.SERVING_PORT)
+
+    # GPUs: one model copy per pod, TP across its GPUs
+    assert c["resources"]["limits"][contract.GPU_RESOURCE] == plan.gpus_per_pod
+    assert plan.gpus_per_pod == plan.tensor_parallel_size * plan.pipeline_parallel_size
+
+    # memory, CPU, disk, /dev/shm
+    shm = next(v for v in pod["volumes"] if v["name"] == "shm")["emptyDir"]
+    assert shm["medium"] == "Memory" and parse_quantity(shm["sizeLimit"]) == plan.shm_size_bytes
+    req = c["resources"]["requests"]
+    assert round(parse_quantity(req["cpu"]) * 1000) == plan.cpu_request_millicores
+    assert parse_quantity(req["memory"]) == plan.memory_request_bytes
+    assert parse_quantity(req["ephemeral-storage"]) == plan.ephemeral_storage_bytes
+    assert parse_quantity(c["resources"]["limits"]["memory"]) == plan.memory_request_bytes
+
+    # probes: the startup budget covers the Plan's load time, by less than one period
+    start = c["startupProbe"]
+    budget = start["failureThreshold"] * start["periodSeconds"]
+    assert plan.startup_probe_seconds <= budget < plan.startup_probe_seconds + start["periodSeconds"]
+    assert start["httpGet"]["path"] == contract.HEALTH_PATH
+
+    # drain
+    assert c["lifecycle"]["preStop"]["sleep"]["seconds"] == plan.prestop_seconds
+    assert pod["terminationGracePeriodSeconds"] == plan.termination_grace_period_seconds
+    assert plan.prestop_seconds + plan.shutdown_timeout_seconds <= plan.termination_grace_period_seconds
+
+    # placement on the pool charts/gpu-infra creates for this instance type
+    assert pod["nodeSelector"][contract.POOL_LABEL] == contract.pool_name(plan.instance)
+    assert pod["nodeSelector"][contract.INSTANCE_TYPE_LABEL] == plan.instance
+
+
+def test_committed_scenarios_exist() -> None:
+    assert SCENARIOS, "no values/<scenario>/ with plan.json and vllm-inference.yaml: run `make values`"
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+def test_committed_scenario_matches_its_plan(scenario: Path, helm_version: str) -> None:
+    plan = Plan.model_validate(json.loads((scenario / "plan.json").read_text()))
+    assert plan.topology == "single-node", (
+        f"{scenario.name}: topology {plan.topology}: extend assert_matches_plan for it")
+    objects = helm.render(CHART, [scenario / "vllm-inference.yaml"], helm=helm_version, namespace="llm")
+    assert_matches_plan(objects, plan)
+
+
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Plan, Path]]:
+    from vllm_eks.planner import make_plan
+    from vllm_eks.request import PlanRequest
+
+    out: dict[str, tuple[Plan, Path]] = {}
+    folder = tmp_path_factory.mktemp("planned")
+    for model, instance in PLANNED:
+        plan = make_plan(PlanRequest(model=model, instance=instance))
+        path = folder / f"{model}-{instance}.yaml"
+        path.write_text(yaml.safe_dump(values_document(build_values(plan, ValuesOptions())), sort_keys=False))
+        out[f"{model}@{instance}"] = (plan, path)
+    return out
+
+
+@pytest.mark.parametrize("key", [f"{m}@{i}" for m, i in PLANNED])
+def test_planned_values_render_the_plan(key: str, planned, helm_version: str) -> None:
+    plan, values_file = planned[key]
+    assert plan.topology == "single-node", f"{key}: expected a single-node plan"
+    objects = helm.render(CHART, [values_file], helm=helm_version, namespace="llm")
+    assert_matches_plan(objects, plan)
