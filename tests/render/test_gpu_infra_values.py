@@ -60,6 +60,19 @@ def test_shared_nodes_count_once() -> None:
     assert gpu_infra.gpu_limit(plan) == 16
 
 
+def test_peak_replicas_of_ray_serve_and_disaggregated() -> None:
+    base = make_plan(PlanRequest(model="llama-3.1-8b-instruct", instance="g6e.xlarge"))
+    ray = base.model_copy(update={"topology": "ray-serve", "serve_autoscaling": {
+        "min_replicas": 1, "max_replicas": 4, "target_ongoing_requests": 8}})
+    ray = type(base).model_validate(ray.model_dump())
+    assert gpu_infra.peak_replicas(ray) == 4 and gpu_infra.gpu_limit(ray) == (4 + 1) * 1
+    pool = {"max_num_seqs": 8, "max_num_batched_tokens": 2048, "engine_args": []}
+    dis = type(base).model_validate({**base.model_dump(), "topology": "disaggregated",
+                                     "prefill": {"role": "prefill", "replicas": 2, **pool},
+                                     "decode": {"role": "decode", "replicas": 3, **pool}})
+    assert gpu_infra.peak_replicas(dis) == 5 and gpu_infra.gpu_limit(dis) == 6
+
+
 def test_multi_node_plan_needs_a_zone() -> None:
     plan = make_plan(PlanRequest(model="llama-3.1-405b-instruct", instance="p5.48xlarge"))
     assert plan.efa_devices_per_pod > 0

@@ -255,13 +255,24 @@ def root_volume_gib(plan: Plan) -> int:
     return int(math.ceil(total / (10 * GIB)) * 10)
 
 
+def peak_replicas(plan: Plan) -> int:
+    """Model copies the pool must hold at once: both pools of a disaggregated deployment, and
+    Ray Serve's autoscaling maximum (its replicas are what KubeRay adds worker pods for)."""
+    if plan.prefill is not None and plan.decode is not None:
+        return plan.prefill.replicas + plan.decode.replicas
+    if plan.serve_autoscaling is not None:
+        return max(plan.replicas, plan.serve_autoscaling.max_replicas)
+    return plan.replicas
+
+
 def nodes_needed(plan: Plan) -> int:
     """Nodes all replicas occupy: replicas that use fewer GPUs than a node share nodes (the
     planner sizes their CPU and memory requests to the same fraction of the node)."""
+    replicas = peak_replicas(plan)
     if plan.nodes_per_replica > 1 or plan.gpus_per_pod >= plan.gpus_per_node:
-        return plan.replicas * plan.nodes_per_replica
+        return replicas * plan.nodes_per_replica
     per_node = max(1, plan.gpus_per_node // max(1, plan.gpus_per_pod))
-    return math.ceil(plan.replicas / per_node)
+    return math.ceil(replicas / per_node)
 
 
 def gpu_limit(plan: Plan) -> int:
