@@ -136,7 +136,7 @@ def test_model_server_monitor_selects_serving_endpoints(scenario: Path) -> None:
     match = spec["selector"]["matchLabels"]
     own_ns = _ns(monitor)
     if monitor["kind"] == "ServiceMonitor":
-        assert topology == "single-node"
+        assert topology in {"single-node", "disaggregated"}
         services = [s for s in served if s["kind"] == "Service" and _selects(match, s["metadata"].get("labels", {}))
                     and _in_namespaces(spec["namespaceSelector"], _ns(s), own_ns)]
         assert services, f"ServiceMonitor selects no Service with {match}"
@@ -170,7 +170,7 @@ def test_scaled_object_targets_a_rendered_workload(scenario: Path) -> None:
     rendered = _rendered(scenario)
     scaled = [o for o in rendered["observability"] if o["kind"] == "ScaledObject"]
     topology = _obs_values(scenario)["topology"]
-    if topology == "ray-serve":
+    if topology in {"ray-serve", "disaggregated"}:
         assert not scaled
         return
     assert len(scaled) == 1, "every Deployment/LeaderWorkerSet scenario autoscales on the queue"

@@ -84,7 +84,7 @@ def test_topology_objects(values_file: Path) -> None:
     vllm_sm = [o for name, o in service_monitors.items() if name.endswith("-vllm")]
     if not values.monitors.vllm.enabled:
         assert not vllm_sm and not pod_monitors
-    elif values.topology == "single-node":
+    elif values.topology in {"single-node", "disaggregated"}:
         assert len(vllm_sm) == 1 and not pod_monitors
     elif values.topology == "multi-node":
         assert not vllm_sm and len(pod_monitors) == 1
@@ -97,8 +97,8 @@ def test_topology_objects(values_file: Path) -> None:
         rename = endpoint["metricRelabelings"][-1]
         assert rename["regex"] == "ray_vllm_(.+)" and rename["replacement"] == "vllm:$1"
         assert rename["targetLabel"] == "__name__"
-    if values.topology == "ray-serve" or not values.autoscaling.enabled:
-        assert not scaled, "Ray Serve scales itself; no ScaledObject"
+    if values.topology in {"ray-serve", "disaggregated"} or not values.autoscaling.enabled:
+        assert not scaled, "Ray Serve scales itself, disaggregated pools keep their planned replicas"
     else:
         assert len(scaled) == 1
         ref = scaled[0]["spec"]["scaleTargetRef"]
@@ -203,7 +203,7 @@ def test_validate_helper_names_the_key(tmp_path: Path, helm_version: str, bad: d
 
 
 @pytest.mark.parametrize(("bad", "fragment"), [
-    ({"topology": "disaggregated"}, "topology"),
+    ({"topology": "multi-gpu"}, "topology"),
     ({"autoscaling": {"threshold": "five"}}, "threshold"),
     ({"rules": {"thresholds": {"kvCacheUsage": 1.5}}}, "kvCacheUsage"),
     ({"monitors": {"vllm": {"prot": "http"}}}, "prot"),

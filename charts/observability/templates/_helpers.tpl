@@ -77,11 +77,22 @@ Labels selecting the model-server Service (single-node) or leader pods (multi-no
 {{- else -}}
 app.kubernetes.io/name: vllm-inference
 app.kubernetes.io/instance: {{ .Values.target.release }}
+{{- if ne .Values.topology "disaggregated" }}
 app.kubernetes.io/component: server
+{{- end }}
 {{- if eq .Values.topology "multi-node" }}
 leaderworkerset.sigs.k8s.io/worker-index: "0"
 {{- end }}
 {{- end -}}
+{{- end -}}
+
+{{/*
+"true" when KEDA scales this topology on the queue (Deployment or LeaderWorkerSet), else "".
+Ray Serve scales itself; the prefill and decode pools of a disaggregated deployment keep the
+replicas of their Plan (a shared queue signal would scale both pools alike).
+*/}}
+{{- define "observability.kedaTopology" -}}
+{{- if has .Values.topology (list "single-node" "multi-node") -}}true{{- end -}}
 {{- end -}}
 
 {{/*
@@ -195,8 +206,8 @@ Collects every value error and fails once, naming the keys.
 {{- define "observability.validate" -}}
 {{- $errors := list -}}
 {{- $v := .Values -}}
-{{- if not (has $v.topology (list "single-node" "multi-node" "ray-serve")) -}}
-{{- $errors = append $errors (printf "topology: %q is not one of single-node, multi-node, ray-serve" $v.topology) -}}
+{{- if not (has $v.topology (list "single-node" "multi-node" "ray-serve" "disaggregated")) -}}
+{{- $errors = append $errors (printf "topology: %q is not one of single-node, multi-node, ray-serve, disaggregated" $v.topology) -}}
 {{- end -}}
 {{- if not $v.target.release -}}
 {{- $errors = append $errors "target.release: must name the vllm-inference release" -}}
@@ -207,7 +218,7 @@ Collects every value error and fails once, naming the keys.
 {{- if and $v.rules.enabled (not $v.rules.runbookBaseUrl) -}}
 {{- $errors = append $errors "rules.runbookBaseUrl: must be set when rules.enabled (alerts link to runbooks)" -}}
 {{- end -}}
-{{- if and $v.autoscaling.enabled (ne $v.topology "ray-serve") -}}
+{{- if and $v.autoscaling.enabled (include "observability.kedaTopology" .) -}}
 {{- $a := $v.autoscaling -}}
 {{- if and (lt (int $a.minReplicaCount) 1) (not $a.allowScaleToZero) -}}
 {{- $errors = append $errors (printf "autoscaling.minReplicaCount: %v scales to zero; set autoscaling.allowScaleToZero: true to allow it (the first request then waits for a node and a model load)" $a.minReplicaCount) -}}

@@ -27,7 +27,10 @@ MIN_COOLDOWN_SECONDS = 600
 # HPA policy periods must lie in (0, 1800] s (autoscaling/v2 HPAScalingPolicy).
 HPA_MAX_PERIOD_SECONDS = 1800
 
-Topology = Literal["single-node", "multi-node", "ray-serve"]
+Topology = Literal["single-node", "multi-node", "ray-serve", "disaggregated"]
+# Topologies whose replicas KEDA scales on the queue; Ray Serve scales itself, and the prefill and
+# decode pools of a disaggregated deployment need per-pool signals (left to their Plan replicas).
+KEDA_TOPOLOGIES = ("single-node", "multi-node")
 Duration = str  # Prometheus duration, validated by pattern below
 DURATION_PATTERN = r"^([0-9]+(ms|s|m|h))+$"
 LABEL_VALUE_PATTERN = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
@@ -177,7 +180,7 @@ class TriggerAuthentication(_Values):
 
 
 class Autoscaling(_Values):
-    enabled: bool = Field(default=True, description="Render the KEDA ScaledObject (single-node, multi-node)")
+    enabled: bool = Field(default=True, description="Render the KEDA ScaledObject (single-node, multi-node only)")
     min_replica_count: int = Field(default=1, ge=0, description="Fewest replicas (LeaderWorkerSet groups)")
     max_replica_count: int = Field(default=4, ge=1, description="Most replicas (groups)")
     allow_scale_to_zero: bool = Field(default=False, description="Allow minReplicaCount 0")
@@ -249,6 +252,7 @@ def autoscaling_for(plan: Plan) -> Autoscaling:
                                      period_seconds=300),
         ),
         fallback=Fallback(replicas=floor),
+        enabled=plan.topology in KEDA_TOPOLOGIES,
     )
 
 
