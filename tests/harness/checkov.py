@@ -4,7 +4,8 @@ checkov exits 0 and reports zero resources when it parsed nothing (a wrong path,
 that rendered to nothing), so callers must assert `resource_count > 0`. Checks are skipped per
 object with annotations `checkov.io/skip<N>: CKV_K8S_<id>=<reason>`; checkov splits the value on
 '=' (a reason containing '=' crashes it) and records "No comment provided" when the reason is
-missing, so `skip_annotations()` reads the rendered objects to let tests demand a real reason.
+missing (checkov 3.3.30, checkov/kubernetes/kubernetes_utils.py `get_skipped_checks`), so
+`skip_annotations()` reads the rendered objects to let tests demand a real reason.
 """
 
 from __future__ import annotations

@@ -20,6 +20,10 @@ errors. A plain JSON-schema validator would accept unknown fields, so every sche
   the syntax checks of harness.k8s_meta.
 CEL rules (`x-kubernetes-validations`) are not evaluated here: the cluster tier, with a real
 kube-apiserver, covers them.
+
+Reference: Kubernetes docs, "Extend the Kubernetes API with CustomResourceDefinitions"
+(sections on structural schemas, pruning, defaulting and nullable, int-or-string,
+embedded resources, list types) and apiextensions-apiserver's schema/objectmeta handling.
 """
 
 from __future__ import annotations
