@@ -22,6 +22,9 @@ pytestmark = pytest.mark.render
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "vllm-inference"
 CI_FILES = sorted((CHART / "ci").glob("*-values.yaml"))
+# Generated scenarios (`make values`): rendered, linted, validated and scanned like the ci files.
+SCENARIO_FILES = sorted((ROOT / "values").glob("*/vllm-inference.yaml"))
+ALL_FILES = CI_FILES + SCENARIO_FILES
 NAMESPACE = "llm"
 RELEASE = "vllm"
 # What a credential looks like: Hugging Face user tokens and AWS access key ids.
@@ -60,6 +63,7 @@ def server(objects: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 ids = [f.stem for f in CI_FILES]
+all_ids = ids + [f"values/{f.parent.name}" for f in SCENARIO_FILES]
 
 
 # ------------------------------------------------------------------- render, lint, validate
@@ -71,12 +75,12 @@ def test_ci_scenarios_exist_with_purpose_lines() -> None:
         assert f.read_text().startswith("# Purpose: "), f"{f.name}: first line must say its purpose"
 
 
-@pytest.mark.parametrize("values_file", CI_FILES, ids=ids)
+@pytest.mark.parametrize("values_file", ALL_FILES, ids=all_ids)
 def test_lint_strict(values_file: Path, helm_version: str) -> None:
     helm.lint(CHART, [values_file], helm=helm_version)
 
 
-@pytest.mark.parametrize("values_file", CI_FILES, ids=ids)
+@pytest.mark.parametrize("values_file", ALL_FILES, ids=all_ids)
 def test_every_object_valid_for_every_kubernetes_minor(values_file: Path, helm_version: str,
                                                        crd_registry) -> None:
     objects = rendered(values_file, helm_version)
@@ -87,7 +91,7 @@ def test_every_object_valid_for_every_kubernetes_minor(values_file: Path, helm_v
         assert report.total == len(objects)
 
 
-@pytest.mark.parametrize("values_file", CI_FILES, ids=ids)
+@pytest.mark.parametrize("values_file", ALL_FILES, ids=all_ids)
 def test_helm3_and_helm4_render_the_same_objects(values_file: Path) -> None:
     assert rendered(values_file, "helm3") == rendered(values_file, "helm4")
 
@@ -101,9 +105,10 @@ def test_kube_version_floor(helm_version: str) -> None:
 # ------------------------------------------------------------------- checkov
 
 def test_checkov_no_unskipped_failures_and_every_skip_has_a_reason() -> None:
-    texts = {f.stem: helm.template_text(CHART, [f], release=RELEASE, namespace=NAMESPACE) for f in CI_FILES}
+    texts = {name.replace("/", "-"): helm.template_text(CHART, [f], release=RELEASE, namespace=NAMESPACE)
+             for name, f in zip(all_ids, ALL_FILES)}
     result = checkov.scan(texts)
-    objects = [o for f in CI_FILES for o in rendered(f)]
+    objects = [o for f in ALL_FILES for o in rendered(f)]
     assert result.resource_count > 0 and not result.parsing_errors, result.summary()
     assert result.resource_count >= len(objects), result.summary()
     assert not result.failed_checks, f"{result.summary()}\n{result.failures_text()}"
@@ -352,7 +357,7 @@ def test_helm_test_pod_reads_the_served_name(values_file: Path) -> None:
 
 # ------------------------------------------------------------------- secrets
 
-@pytest.mark.parametrize("values_file", CI_FILES, ids=ids)
+@pytest.mark.parametrize("values_file", ALL_FILES, ids=all_ids)
 def test_no_secret_value_in_rendered_output(values_file: Path) -> None:
     text = helm.template_text(CHART, [values_file], release=RELEASE, namespace=NAMESPACE)
     assert not CREDENTIAL.search(text)
