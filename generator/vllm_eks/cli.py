@@ -164,6 +164,21 @@ def _command_line(ctx: click.Context) -> str:
     return " ".join(words)
 
 
+@main.command("check-fit")
+@click.argument("scenario_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--helm", help="helm binary to render with (default: $VLLM_EKS_HELM, else helm on PATH).")
+def check_fit_command(scenario_dir: Path, helm: str | None) -> None:
+    """Check that every model-server pod of a `vllm-eks values` folder fits a GPU pool of the
+    same folder: labels, taints, GPUs, EFA, CPU, memory and the pools' limits."""
+    from .fit import check_fit, format_mismatches
+
+    mismatches = check_fit(scenario_dir, helm=helm)
+    if mismatches:
+        click.echo(format_mismatches(mismatches), err=True)
+        sys.exit(1)
+    click.echo(f"{scenario_dir}: every model-server pod fits its GPU pool")
+
+
 @main.group()
 def catalog() -> None:
     """List the built-in catalogs."""

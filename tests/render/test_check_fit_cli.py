@@ -1,0 +1,40 @@
+"""`vllm-eks check-fit DIR`: exit 0 when the model-server pods fit the folder's pools, 1 with
+the mismatch otherwise."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.harness.tools import require_tool
+
+ROOT = Path(__file__).resolve().parents[2]
+EXE = str(Path(sys.executable).with_name("vllm-eks"))
+SCENARIOS = sorted(p for p in (ROOT / "values").iterdir() if (p / "plan.json").exists())
+
+pytestmark = pytest.mark.render
+
+
+def _run(folder: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([EXE, "check-fit", str(folder), "--helm", str(require_tool("helm4"))],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[p.name for p in SCENARIOS])
+def test_committed_scenarios_fit(scenario):
+    r = _run(scenario)
+    assert r.returncode == 0, r.stderr
+
+
+def test_pool_label_mismatch_exits_1(tmp_path):
+    folder = tmp_path / "broken"
+    shutil.copytree(SCENARIOS[0], folder)
+    infra = yaml.safe_load((folder / "gpu-infra.yaml").read_text())
+    infra["pools"][0]["name"] = "some-other-pool"
+    (folder / "gpu-infra.yaml").write_text(yaml.safe_dump(infra))
+    r = _run(folder)
+    assert r.returncode == 1
+    assert "Traceback" not in r.stderr and r.stderr.strip()
