@@ -120,12 +120,15 @@ def explain(**kwargs) -> None:
 @click.option("--model-source-kind", type=click.Choice(["huggingface", "s3", "pvc"]), default=None, help="Where the weights come from (default: from --model-source, else huggingface).")
 @click.option("--hf-token-secret", default="hf-token", show_default=True, help="Existing Secret with key HF_TOKEN ('' for none).")
 @click.option("--pvc-name", help="Existing PVC holding the weights (with --model-source-kind pvc).")
+@click.option("--pvc-mount-path", default="/models", show_default=True, help="Where the PVC is mounted; --model-source is a path under it.")
+@click.option("--iam-role-arn", help="IAM role for the model server's ServiceAccount (IRSA), e.g. to read an s3:// model.")
 @click.option("--cluster-name", default="my-cluster", show_default=True, help="EKS cluster name (Karpenter discovery tag).")
 @click.option("--capacity-type", "capacity_types", multiple=True, type=click.Choice(["on-demand", "spot", "reserved"]), help="Karpenter capacity types (repeatable; default on-demand).")
 @click.option("--ami-family", type=click.Choice(["al2023", "bottlerocket"]), default="al2023", show_default=True)
 @click.option("--zone", help="Availability zone to pin the GPU pool to (EFA groups are always single-AZ).")
 @click.option("--capacity-reservation-id", "capacity_reservation_ids", multiple=True, help="ODCR or Capacity Block id (repeatable).")
 @click.option("--placement-group", help="EC2 placement group for EFA pools.")
+@click.option("--prometheus-release-label", default="kube-prometheus-stack", show_default=True, help="`release` label the Prometheus operator selects monitors and rules by.")
 def values(out_dir: Path, **kwargs) -> None:
     """Write values for every chart, plan.json and a README into --out."""
     from .emit import write_scenario
