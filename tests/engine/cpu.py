@@ -37,6 +37,11 @@ _DROP_WITH_VALUE = (
     "--kv-transfer-config",  # NIXL prefill/decode transfer over GPU memory and EFA
 )
 _DROP_SWITCH = ("--enable-expert-parallel",)  # the stand-ins are dense
+# The CPU attention kernel takes block sizes that are multiples of 32 only
+# (vllm/v1/attention/backends/cpu_attn.py get_supported_kernel_block_sizes: MultipleOf(32));
+# CUDA's default 16 fails at start-up with "No common block size for 16". 128 is the CPU default.
+CPU_BLOCK_MULTIPLE = 32
+CPU_DEFAULT_BLOCK_SIZE = 128
 
 
 def tiny_model_for(model_id: str) -> str:
@@ -93,7 +98,8 @@ def cpu_substitutions(args: list[str] | tuple[str, ...], *, tiny_model: str, por
                       kv_cache_gib: int = SCENARIO_KV_GIB) -> Substituted:
     """The rendered `vllm serve` arguments, changed only where a CPU machine requires it:
     model -> local tiny stand-in; TP/PP/DP -> 1; the KV budget -> VLLM_CPU_KVCACHE_SPACE;
-    --port -> a free loopback port with --host 127.0.0.1; GPU/cluster-only flags dropped."""
+    --port -> a free loopback port with --host 127.0.0.1; a block size the CPU kernel cannot
+    page (not a multiple of 32) -> 128; GPU/cluster-only flags dropped."""
     model, groups = _split(list(args))
     changes: list[str] = []
     out: list[str] = [tiny_model]
@@ -109,6 +115,12 @@ def cpu_substitutions(args: list[str] | tuple[str, ...], *, tiny_model: str, por
             if value != "1":
                 changes.append(f"{name} {value} -> 1")
             out += [name, "1"]
+        elif name == "--block-size":
+            value = group[0].split("=", 1)[1] if "=" in group[0] else group[1]
+            if int(value) % CPU_BLOCK_MULTIPLE:
+                changes.append(f"--block-size {value} -> {CPU_DEFAULT_BLOCK_SIZE}")
+                value = str(CPU_DEFAULT_BLOCK_SIZE)
+            out += ["--block-size", value]
         elif name == "--port":
             changes.append(f"--port {group[-1]} -> {port}")
             out += ["--port", str(port)]

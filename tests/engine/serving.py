@@ -1,0 +1,127 @@
+"""Scenario servers: a rendered scenario's serve command with the CPU substitutions applied,
+and the client checks every served scenario gets (the same requests a user and the chart's
+`helm test` pod send)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import scenarios as sc
+from .cpu import Substituted, cpu_substitutions, tiny_model_for
+from .server import VllmServer, free_port
+
+# The scenario whose server also serves the Prometheus and drain checks (the README's default
+# model and instance); it is served last so that its server is still up for those tests.
+METRICS_SCENARIO = "llama-3.1-8b-g6e-xlarge"
+
+
+@dataclass
+class ScenarioRun:
+    name: str
+    objects: list[dict[str, Any]]
+    invocation: sc.ServeInvocation
+    tiny: str
+    tiny_path: str
+    sub: Substituted
+    server: VllmServer | None = None
+
+    @property
+    def served_model_name(self) -> str:
+        return sc.flag_value(self.invocation.args, "--served-model-name") or self.invocation.args[0]
+
+    @property
+    def deployment_pod_spec(self) -> dict[str, Any]:
+        return self.invocation.pod_spec
+
+
+def scenario_order(names: list[str]) -> list[str]:
+    rest = sorted(n for n in names if n != METRICS_SCENARIO)
+    return rest + ([METRICS_SCENARIO] if METRICS_SCENARIO in names else [])
+
+
+def single_node_invocation(name: str, objects: list[dict[str, Any]]) -> sc.ServeInvocation | None:
+    """The server container of a single-node scenario (a Deployment), else None."""
+    invs = [i for i in sc.serve_invocations(name, objects) if i.owner.get("kind") == "Deployment"]
+    if len(invs) > 1:
+        raise AssertionError(f"{name}: {len(invs)} Deployments run vllm serve; expected one")
+    return invs[0] if invs else None
+
+
+def prepare(name: str, objects: list[dict[str, Any]], tiny_models: dict[str, dict]) -> ScenarioRun:
+    inv = single_node_invocation(name, objects)
+    assert inv is not None, f"{name}: no single-node Deployment running vllm serve"
+    plan = json.loads((sc.VALUES / name / "plan.json").read_text())
+    tiny = tiny_model_for(plan["model"])
+    path = tiny_models[tiny]["path"]
+    port = free_port()
+    return ScenarioRun(name, objects, inv, tiny, path,
+                       cpu_substitutions(inv.args, tiny_model=path, port=port))
+
+
+def server_key(run: ScenarioRun) -> tuple:
+    """Scenarios whose substituted command lines are equal (port aside) share one server."""
+    port = sc.flag_value(run.sub.args, "--port")
+    args = tuple(a for a in run.sub.args if a != port)
+    return (args, tuple(sorted(run.sub.env.items())))
+
+
+# ---------------------------------------------------------------------------------------------
+# The helm test pod's own script, run here against the loopback server.
+
+def _service_url_pattern(objects: list[dict[str, Any]]) -> re.Pattern[str]:
+    names = [o["metadata"]["name"] for o in objects if o.get("kind") == "Service"]
+    assert names, "no Service rendered"
+    alt = "|".join(re.escape(n) for n in names)
+    return re.compile(rf"https?://(?:{alt})(?:\.[a-z0-9-]+)?(?:\.svc(?:\.cluster\.local)?)?(?::\d+)?")
+
+
+@dataclass
+class HelmTestRun:
+    pod: str
+    container: str
+    returncode: int
+    output: str
+    substitutions: list[str]
+
+
+def run_helm_test_pods(objects: list[dict[str, Any]], base_url: str, workdir: Path) -> list[HelmTestRun]:
+    """Each container of each `helm.sh/hook: test` Pod, with its command and env as rendered,
+    the Service URL replaced by the loopback server URL. Its tools (sh, curl, ...) must be on
+    this machine's PATH: a missing tool is a failure, not a skip."""
+    pattern = _service_url_pattern(objects)
+    runs = []
+    for pod in sc.helm_test_pods(objects):
+        for c in pod["spec"]["containers"]:
+            argv = list(c.get("command") or []) + list(c.get("args") or [])
+            assert argv, f"test pod {pod['metadata']['name']} container {c['name']} has no command"
+            subs: list[str] = []
+            env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL")}
+            env["HOME"] = str(workdir)
+            for e in c.get("env") or []:
+                if "value" not in e:
+                    raise AssertionError(f"test pod env {e['name']} is not a literal; cannot run it here")
+                value, n = pattern.subn(base_url, str(e["value"]))
+                if n:
+                    subs.append(f"env {e['name']}: {e['value']} -> {value}")
+                env[e["name"]] = value
+            new_argv = []
+            for a in argv:
+                b, n = pattern.subn(base_url, a)
+                if n:
+                    subs.append(f"command: Service URL -> {base_url}")
+                new_argv.append(b)
+            exe = shutil.which(new_argv[0], path=env.get("PATH")) or (
+                new_argv[0] if Path(new_argv[0]).exists() else None)
+            assert exe, f"test pod command {new_argv[0]} not found on this machine"
+            proc = subprocess.run(new_argv, env=env, capture_output=True, text=True, timeout=300,
+                                  cwd=workdir)
+            runs.append(HelmTestRun(pod["metadata"]["name"], c["name"], proc.returncode,
+                                    proc.stdout + proc.stderr, subs))
+    return runs
