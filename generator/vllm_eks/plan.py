@@ -106,6 +106,15 @@ class Plan(BaseModel):
     prestop_seconds: int
     termination_grace_period_seconds: int
 
+    # pool and autoscaling
+    autoscaling_min_replicas: int
+    autoscaling_max_replicas: int
+    pool_nodes: int = Field(description="Nodes the pool holds at the autoscaling maximum")
+    pool_gpu_limit: int = Field(description="nvidia.com/gpu limit of the NodePool")
+    root_volume_bytes: int
+    queue_alert_threshold: int = Field(description="Requests waiting per engine that raise the queue alert")
+    scale_up_period_seconds: int = Field(description="HPA scale-up policy period: one replica start-up")
+
     # money
     cost_per_hour_usd: float | None = Field(description="On-demand price of one replica (all its nodes)")
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from . import budget as budget_mod
 from . import weights
 from .architecture import DTYPE_BYTES, Architecture
+from .capacity import plan_capacity
 from .catalog import ResolvedModel, resolve_model
 from .engine_args import engine_args
 from .errors import DoesNotFitError, InvalidOptionError
@@ -351,6 +352,12 @@ def _plan(self: _Planner) -> Plan:
                           max_num_batched_tokens=self.batched, engine_args=_pool_args(args, seqs, kv_transfer))
     if (req.prefill_replicas or req.decode_replicas) and not disaggregated:
         raise InvalidOptionError("--prefill-replicas/--decode-replicas need --topology disaggregated")
+    cap_plan = plan_capacity(
+        topology=topology, replicas=replicas,
+        serve_max=serve_autoscaling.max_replicas if serve_autoscaling else None,
+        prefill_replicas=prefill.replicas if prefill else None, decode_replicas=decode.replicas if decode else None,
+        nodes_per_replica=nodes, gpus_per_pod=gpus_per_pod, gpus_per_node=hw.gpus_per_node,
+        ephemeral_bytes=sizing.ephemeral_bytes, max_num_seqs=seqs, startup_seconds=sizing.startup_seconds)
     prec = weights.precision_for(a, p.dtype_bytes, p.quant_bits, p.quant_scope)
     per_tok = max(s.layout.bytes_per_token for s in b.stages)
     lay = worst.layout
@@ -408,6 +415,21 @@ def _plan(self: _Planner) -> Plan:
             f"min({seqs}, {PREFILL_MAX_NUM_SEQS})",
             "prefill is compute-bound: a few long prompts fill a scheduler step, and each prefill pass is short; "
             "decode is memory-bound: it holds every running sequence's KV cache, so it gets the larger pool")
+    add("autoscaling_min_replicas / autoscaling_max_replicas",
+        f"{cap_plan.min_replicas}..{cap_plan.max_replicas}", f"min = replicas; max = {cap_plan.max_replicas_why}")
+    add("pool_nodes", str(cap_plan.pool_nodes),
+        f"{cap_plan.max_replicas} replicas x {nodes} node(s), sharing nodes when a pod uses {gpus_per_pod} of "
+        f"{hw.gpus_per_node} GPUs")
+    add("pool_gpu_limit", str(cap_plan.pool_gpu_limit),
+        f"(pool nodes {cap_plan.pool_nodes} + one replica group {nodes}) x {hw.gpus_per_node} GPUs",
+        "Karpenter counts whole nodes; the extra group lets a replacement node or a surge pod start")
+    add("root_volume_bytes", _gib(cap_plan.root_volume_bytes),
+        f"20 GiB OS + 30 GiB image + ephemeral {_gib(sizing.ephemeral_bytes)}, rounded up to 10 GiB")
+    add("queue_alert_threshold", str(cap_plan.queue_alert_threshold),
+        f"max(2 x KEDA target 5, max_num_seqs {seqs} / 4)",
+        "the queue alert means autoscaling is not keeping up, not that it is about to act")
+    add("scale_up_period_seconds", f"{cap_plan.scale_up_period_seconds} s",
+        "startup probe budget, within [60, 1800] s", "new replicas serve before the HPA adds more")
     if cost is not None:
         add("cost_per_hour_usd", f"${cost:.2f}", f"${hw.usd_per_hour}/h x {nodes} node(s) x {gpus_per_pod}/{hw.gpus_per_node} GPUs",
             "on-demand us-east-1 (override with --price-per-hour)")
@@ -430,6 +452,10 @@ def _plan(self: _Planner) -> Plan:
         ephemeral_storage_bytes=sizing.ephemeral_bytes, load_bandwidth_bytes_per_s=sizing.load_bandwidth,
         startup_probe_seconds=sizing.startup_seconds, shutdown_timeout_seconds=sizing.shutdown_timeout_seconds,
         prestop_seconds=sizing.prestop_seconds, termination_grace_period_seconds=sizing.grace_seconds,
+        autoscaling_min_replicas=cap_plan.min_replicas, autoscaling_max_replicas=cap_plan.max_replicas,
+        pool_nodes=cap_plan.pool_nodes, pool_gpu_limit=cap_plan.pool_gpu_limit,
+        root_volume_bytes=cap_plan.root_volume_bytes, queue_alert_threshold=cap_plan.queue_alert_threshold,
+        scale_up_period_seconds=cap_plan.scale_up_period_seconds,
         cost_per_hour_usd=cost, engine_args=args, serve_autoscaling=serve_autoscaling, prefill=prefill,
         decode=decode, kv_transfer_config=kv_transfer, derivations=d)
 

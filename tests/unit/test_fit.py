@@ -238,7 +238,9 @@ def test_label_no_pool_defines(tmp_path: Path) -> None:
 def test_generic_kinds_leaderworkerset_and_rayservice(tmp_path: Path) -> None:
     """LeaderWorkerSet leader/worker templates and RayService worker groups are checked like
     Deployments, and count their pods against the pool limit."""
-    infra, server = _pair(tmp_path, _scenario("70b-p5"))
+    def two_nodes(v):
+        v["pools"][0]["gpuLimit"] = 16
+    infra, server = _pair(tmp_path, _scenario("70b-p5"), infra_change=two_nodes)
     pod = copy.deepcopy(_pod_spec(server))
     lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "big"},
            "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "leaderTemplate": {"spec": pod},

@@ -7,7 +7,6 @@ DCGM exporter). Field names and shapes were checked against the pinned Karpenter
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -38,11 +37,6 @@ EFA_DEVICE_PLUGIN_TAG = "v0.5.21-eksbuild.13"
 DCGM_EXPORTER_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter"
 DCGM_EXPORTER_TAG = "4.5.3-4.8.2-distroless"
 
-# Disk the serving image takes on the node: containerd keeps the compressed layers in its content
-# store and the unpacked snapshot beside them; vllm/vllm-openai is ~10 GiB compressed.
-IMAGE_DISK_BYTES = 30 * GIB
-# Operating system, logs and kubelet state on the root volume of AL2023.
-OS_DISK_BYTES = 20 * GIB
 # gp3 limits: 3,000-16,000 IOPS, 125-1,000 MiB/s, throughput <= IOPS / 4 (EC2NodeClass CRD text
 # quotes the IOPS range). Model weights stream from disk at load: ask for the full 1,000 MiB/s.
 GP3_IOPS = 16000
@@ -249,40 +243,9 @@ class GpuInfraValues(_Values):
     network_policy: NetworkPolicy = Field(default_factory=NetworkPolicy, description="NetworkPolicies of the DaemonSets")
 
 
-def root_volume_gib(plan: Plan) -> int:
-    """OS + serving image + the pod's ephemeral storage (model cache), rounded up to 10 GiB."""
-    total = OS_DISK_BYTES + IMAGE_DISK_BYTES + plan.ephemeral_storage_bytes
-    return int(math.ceil(total / (10 * GIB)) * 10)
-
-
-def peak_replicas(plan: Plan) -> int:
-    """Model copies the pool must hold at once: both pools of a disaggregated deployment, and
-    Ray Serve's autoscaling maximum (its replicas are what KubeRay adds worker pods for)."""
-    if plan.prefill is not None and plan.decode is not None:
-        return plan.prefill.replicas + plan.decode.replicas
-    if plan.serve_autoscaling is not None:
-        return max(plan.replicas, plan.serve_autoscaling.max_replicas)
-    return plan.replicas
-
-
-def nodes_needed(plan: Plan) -> int:
-    """Nodes all replicas occupy: replicas that use fewer GPUs than a node share nodes (the
-    planner sizes their CPU and memory requests to the same fraction of the node)."""
-    replicas = peak_replicas(plan)
-    if plan.nodes_per_replica > 1 or plan.gpus_per_pod >= plan.gpus_per_node:
-        return replicas * plan.nodes_per_replica
-    per_node = max(1, plan.gpus_per_node // max(1, plan.gpus_per_pod))
-    return math.ceil(replicas / per_node)
-
-
 def gpu_limit(plan: Plan) -> int:
-    """GPUs of every node the serving pods need, plus one replica group of headroom.
-
-    Karpenter counts a node's whole capacity against `limits`, so the unit is nodes x GPUs per
-    node. The headroom exists because Karpenter replaces a drifted or expired node by launching
-    the replacement first, and a rolling update with maxSurge > 0 needs a node for the surge
-    pod: at a limit of exactly the steady state both would stall."""
-    return (nodes_needed(plan) + plan.nodes_per_replica) * plan.gpus_per_node
+    """The Plan's pool GPU limit (see capacity.py for the rule)."""
+    return plan.pool_gpu_limit
 
 
 def _placement_group(name: str | None) -> PlacementGroup | None:
@@ -310,7 +273,7 @@ def build_values(plan: Plan, options: ValuesOptions) -> GpuInfraValues:
         efa=efa,
         gpu_limit=gpu_limit(plan),
         instance_store_policy="RAID0" if hw is not None and hw.local_nvme_gb > 0 else None,
-        root_volume=RootVolumeOverride(size_gi=root_volume_gib(plan)),
+        root_volume=RootVolumeOverride(size_gi=plan.root_volume_bytes // GIB),
         capacity_reservations=[CapacityReservationTerm(id=i) for i in options.capacity_reservation_ids],
         placement_group=_placement_group(options.placement_group),
     )

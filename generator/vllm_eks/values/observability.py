@@ -6,13 +6,13 @@ prometheus-operator v0.93.0 and KEDA v2.20.2 CRDs (see ../shared/crds/SOURCES.ts
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from .. import contract
+from ..capacity import HPA_MAX_PERIOD_SECONDS, KEDA_QUEUE_TARGET
 from ..plan import Plan
 from .options import ValuesOptions
 
@@ -21,11 +21,8 @@ from .options import ValuesOptions
 VLLM_INFERENCE_CHART = "vllm-inference"
 # Where alert runbook_url links point: docs/runbooks of the published repository.
 RUNBOOK_BASE_URL = "https://github.com/vllm-eks/vllm-eks/blob/main/docs/runbooks"
-# KEDA's trigger threshold and cooldown from seed 004 §7 (queue of 5 per replica, ten minutes).
-KEDA_QUEUE_THRESHOLD = 5
+# KEDA's cooldown: ten minutes, so a replica that took minutes to load is not dropped at once.
 MIN_COOLDOWN_SECONDS = 600
-# HPA policy periods must lie in (0, 1800] s (autoscaling/v2 HPAScalingPolicy).
-HPA_MAX_PERIOD_SECONDS = 1800
 
 Topology = Literal["single-node", "multi-node", "ray-serve", "disaggregated"]
 # Topologies whose replicas KEDA scales on the queue; Ray Serve scales itself, and the prefill and
@@ -184,7 +181,7 @@ class Autoscaling(_Values):
     min_replica_count: int = Field(default=1, ge=0, description="Fewest replicas (LeaderWorkerSet groups)")
     max_replica_count: int = Field(default=4, ge=1, description="Most replicas (groups)")
     allow_scale_to_zero: bool = Field(default=False, description="Allow minReplicaCount 0")
-    threshold: int = Field(default=KEDA_QUEUE_THRESHOLD, ge=1, description="Requests waiting per replica aimed at")
+    threshold: int = Field(default=KEDA_QUEUE_TARGET, ge=1, description="Requests waiting per replica aimed at")
     activation_threshold: int = Field(default=0, ge=0, description="Queue that activates the target from zero")
     polling_interval: int = Field(default=30, ge=5, description="Seconds between KEDA queries")
     cooldown_period: int = Field(default=MIN_COOLDOWN_SECONDS, ge=MIN_COOLDOWN_SECONDS,
@@ -228,24 +225,15 @@ def vllm_inference_fullname(release: str) -> str:
     return name[:63].rstrip("-")
 
 
-def queue_depth_threshold(plan: Plan) -> int:
-    """Requests waiting per engine that mean "short on compute": a quarter of the running batch
-    (max_num_seqs) waiting for 15 minutes, and never below twice the queue KEDA aims at, so the
-    alert means autoscaling is not keeping up rather than that it is about to act."""
-    return max(2 * KEDA_QUEUE_THRESHOLD, math.ceil(plan.max_num_seqs / 4))
-
-
 def autoscaling_for(plan: Plan) -> Autoscaling:
-    """KEDA bounds from the Plan: the planned replicas are the floor (the concurrency target needs
-    them) and the fallback; the ceiling doubles capacity or adds three replicas, whichever is more.
-    Scale-up adds at most two replicas per replica start-up time (startup probe budget), so the
-    HPA sees new replicas serve before it adds more."""
-    floor = max(1, plan.replicas)
-    ceiling = max(floor + 3, 2 * floor)
-    warmup = min(HPA_MAX_PERIOD_SECONDS, max(60, plan.startup_probe_seconds))
+    """KEDA bounds from the Plan (capacity.py): the planned replicas are the floor and the
+    fallback, the Plan's autoscaling maximum the ceiling (the NodePool limit admits it); scale-up
+    adds at most two replicas per replica start-up time."""
+    floor = plan.autoscaling_min_replicas
+    warmup = plan.scale_up_period_seconds
     return Autoscaling(
         min_replica_count=floor,
-        max_replica_count=ceiling,
+        max_replica_count=plan.autoscaling_max_replicas,
         behavior=Behavior(
             scale_up=ScalingPolicy(stabilization_window_seconds=60, replicas=2, period_seconds=warmup),
             scale_down=ScalingPolicy(stabilization_window_seconds=MIN_COOLDOWN_SECONDS, replicas=1,
@@ -265,6 +253,6 @@ def build_values(plan: Plan, options: ValuesOptions) -> ObservabilityValues:
                       served_model_name=plan.served_model_name),
         prometheus=Prometheus(monitor_labels={"release": options.prometheus_release_label}),
         metrics=Metrics(job=options.release),
-        rules=Rules(thresholds=Thresholds(queue_depth_per_replica=queue_depth_threshold(plan))),
+        rules=Rules(thresholds=Thresholds(queue_depth_per_replica=plan.queue_alert_threshold)),
         autoscaling=autoscaling_for(plan),
     )
