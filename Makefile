@@ -19,9 +19,9 @@ OUT ?= out/$(MODEL)-$(INSTANCE)
 # mk/*.mk add their set-up steps to these lists.
 SETUP_TARGETS := venv
 TEST_SETUP_TARGETS :=
-BENCH_TARGETS := bench-planner
+BENCH_TARGETS := bench-planner bench-render
 
-.PHONY: help setup venv test render values schemas docs bench bench-planner clean
+.PHONY: help setup venv test render values schemas docs bench bench-planner bench-render clean
 help:
 	@echo "make setup    install the venv and pinned tools (.venv, .tools)"
 	@echo "make render   generate values for $(MODEL) on $(INSTANCE) into $(OUT) and render the charts"
@@ -48,6 +48,9 @@ bench: $(BENCH_TARGETS)
 
 bench-planner: venv
 	$(BIN)/python tools/bench_planner.py
+
+bench-render: setup
+	$(BIN)/python tools/bench_render.py
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .cache out
