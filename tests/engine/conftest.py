@@ -86,7 +86,10 @@ class ServerPool:
         if self.current is not None and self.current[0] == key and self.current[1].alive():
             return self.current[1]
         self.stop_current()
-        srv = VllmServer(name=name, args=args, env=env, port=port or free_port(),
+        port = port or free_port()
+        if "--port" not in args:
+            args = [*args, "--port", str(port)]
+        srv = VllmServer(name=name, args=args, env=env, port=port,
                          log_path=self.workdir / "logs" / f"{len(self.started):02d}-{name}.log")
         self.started.append(srv)
         self.current = (key, srv)

@@ -1,0 +1,44 @@
+"""The generator's KV cache prediction equals the engine's own log line, for each tiny model
+under budgets and context lengths other than the scenarios' (those are checked on the
+scenario servers in test_engine_40_serve). One server per case, stopped when the next starts."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.engine.planner import predict
+from tests.engine.report import REPORT
+
+# (tiny model, KV GiB, max_model_len). Block size 128: the CPU default.
+CASES = [
+    ("llama", 2, 1024),
+    ("qwen2", 3, 4096),
+    ("mistral-swa", 1, 2048),  # sliding window 256 < max_model_len: sliding-window KV spec
+]
+BLOCK_SIZE = 128
+
+
+@pytest.mark.parametrize("tiny,kv_gib,max_model_len", CASES,
+                         ids=[f"{t}-{k}GiB-{n}" for t, k, n in CASES])
+def test_engine_logs_generator_prediction(tiny: str, kv_gib: int, max_model_len: int,
+                                          tiny_models, server_pool) -> None:
+    path = tiny_models[tiny]["path"]
+    # --enforce-eager: with an explicit KV budget the CPU worker then skips the warm-up compile
+    # that would otherwise run before the sizing line (vllm/v1/worker/cpu_worker.py
+    # _should_warm_up_model); the KV arithmetic does not depend on compilation.
+    args = [path, "--max-model-len", str(max_model_len), "--block-size", str(BLOCK_SIZE),
+            "--enforce-eager", "--host", "127.0.0.1"]
+    env = {"VLLM_CPU_KVCACHE_SPACE": str(kv_gib)}
+    srv = server_pool.get(("sizing", tiny, kv_gib, max_model_len),
+                          f"sizing-{tiny}-{kv_gib}GiB-{max_model_len}", args, env)
+    logged = srv.sizing()
+    pred = predict(f"{path}/config.json", kv_cache_gib=kv_gib, block_size=BLOCK_SIZE,
+                   max_model_len=max_model_len)
+    matched = (pred.kv_cache_tokens == logged.tokens
+               and pred.concurrency_as_logged == logged.max_concurrency)
+    REPORT.sizing_case(
+        f"{tiny} KV {kv_gib} GiB, block {BLOCK_SIZE}, len {max_model_len}: engine "
+        f"{logged.tokens:,} tokens {logged.max_concurrency}x, generator "
+        f"{pred.kv_cache_tokens:,} {pred.concurrency_as_logged}x", matched)
+    assert logged.max_model_len == max_model_len, logged
+    assert matched, f"engine logged {logged}, generator predicted {pred}\n  {pred.command}"
