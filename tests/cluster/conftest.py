@@ -1,0 +1,102 @@
+"""Session fixture for the cluster tier: one control plane with kwok for the whole session,
+the pinned CRDs installed, torn down (process groups killed, temp dir removed) even when tests
+fail. Tests create their own simulated nodes with the `gpu_nodes` factory."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# tests/conftest.py puts the repository root on sys.path.
+from tests.cluster.controlplane import ControlPlane, bin_dir, missing_binaries, new_workdir, pinned_versions
+from tests.cluster.kube import Cluster
+from tests.cluster.nodes import NodeShape
+
+_STATS: list[Cluster] = []
+
+
+def _crd_dir() -> Path:
+    value = os.environ.get("VLLM_EKS_CRD_DIR")
+    if not value:
+        raise pytest.UsageError("VLLM_EKS_CRD_DIR is not set: the Makefile sets it (default ../shared/crds)")
+    return Path(value)
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    missing = missing_binaries()
+    if missing:
+        pytest.fail(
+            f"cluster binaries missing from {bin_dir()}: {', '.join(missing)}; run `make cluster-tools` "
+            "(tools/cluster/build.sh builds them from their Go modules)", pytrace=False)
+    workdir = new_workdir()
+    plane = ControlPlane(workdir)
+    keep = os.environ.get("VLLM_EKS_KEEP_CLUSTER_DIR") == "1"
+
+    def teardown() -> None:
+        plane.stop()
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    # Also on interpreter exit, in case the session is interrupted before fixture finalisation.
+    atexit.register(teardown)
+    try:
+        plane.start()
+        c = Cluster.connect(plane)
+        t0 = time.monotonic()
+        c.install_crds(_crd_dir())
+        c.stats.timings["crds_s"] = time.monotonic() - t0
+        c.stats.timings.update(plane.timings)
+        _STATS.append(c)
+        yield c
+    finally:
+        teardown()
+        atexit.unregister(teardown)
+
+
+@pytest.fixture
+def gpu_nodes(cluster: Cluster) -> Iterator:
+    """Factory: gpu_nodes(shape, count) creates Ready kwok nodes; all are deleted afterwards."""
+    created: list[str] = []
+
+    def make(shape: NodeShape, count: int) -> list[str]:
+        names = cluster.create_nodes(shape, count)
+        created.extend(names)
+        return names
+
+    yield make
+    cluster.delete_nodes(created)
+
+
+@pytest.fixture
+def kube_config(cluster: Cluster) -> str:
+    """pytest-helm-charts reads the cluster from this fixture (its kube_cluster fixture)."""
+    return str(cluster.plane.kubeconfig)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ARG001
+    if not _STATS:
+        return
+    s = _STATS[0].stats
+    v = pinned_versions()
+    tr = terminalreporter
+    tr.section("cluster tier")
+    tr.write_line(
+        f"control plane: kube-apiserver/controller-manager/scheduler {v['K8S_VERSION']}, etcd {v['ETCD_VERSION']}, "
+        f"kwok {v['KWOK_VERSION']} (binaries in {bin_dir()})")
+    t = s.timings
+    tr.write_line(
+        "start: etcd {:.1f}s, kube-apiserver {:.1f}s, whole control plane {:.1f}s, CRDs {:.1f}s".format(
+            t.get("etcd_s", 0), t.get("apiserver_s", 0), t.get("start_s", 0), t.get("crds_s", 0)))
+    tr.write_line(
+        f"scenarios installed: {len(s.scenarios_installed)} ({', '.join(sorted(s.scenarios_installed)) or '-'}); "
+        f"objects accepted: {s.objects_accepted}; CRDs: {s.crds_installed}; nodes created: {s.nodes_created}; "
+        f"pods scheduled and Ready: {s.pods_scheduled}; upgrades: {s.upgrades}; rollbacks: {s.rollbacks}; "
+        f"uninstalls: {s.uninstalls}; API-server rejections shown: {s.rejections_shown}; "
+        f"helm: {', '.join(sorted(s.helm_versions)) or '-'}")

@@ -1,0 +1,292 @@
+"""A throw-away Kubernetes control plane on loopback: etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler and the kwok controller, each a child process.
+
+The binaries come from `make cluster-tools` (tools/cluster/build.sh). Flags follow what
+controller-runtime's envtest and kwokctl's binary runtime pass (docs/cluster-tier.md cites them).
+Every process runs in its own process group so teardown can kill it and anything it spawned.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubectl")
+_TOKEN_USER = "vllm-eks-admin"
+
+
+class ControlPlaneError(RuntimeError):
+    """A component failed to start; the message carries the tail of its log."""
+
+
+def pinned_versions() -> dict[str, str]:
+    """tools/cluster/versions.env as a dict (K8S_VERSION, ETCD_VERSION, ...)."""
+    out: dict[str, str] = {}
+    for line in (REPO_ROOT / "tools/cluster/versions.env").read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, value = line.split("=", 1)
+            out[key] = value
+    return out
+
+
+def bin_dir() -> Path:
+    return Path(os.environ.get("VLLM_EKS_CLUSTER_BIN") or REPO_ROOT / ".tools/cluster/bin")
+
+
+def missing_binaries() -> list[str]:
+    d = bin_dir()
+    missing = [b for b in BINARIES if not os.access(d / b, os.X_OK)]
+    if not (d.parent / "kwok-stages.yaml").is_file():
+        missing.append("kwok-stages.yaml")
+    return missing
+
+
+def _free_port() -> int:
+    # The kernel picks a free port; the tiny race until the component binds it is acceptable
+    # because every component start is checked and reported.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class ControlPlane:
+    workdir: Path
+    bins: Path = field(default_factory=bin_dir)
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    ports: dict[str, int] = field(default_factory=dict)
+    token: str = field(default_factory=lambda: os.urandom(16).hex())
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.workdir / "kubeconfig.yaml"
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.ports['apiserver']}"
+
+    # --- process handling -------------------------------------------------------------
+    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
+        log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+        proc = subprocess.Popen(
+            [str(self.bins / name), *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=self.workdir,
+        )
+        log.close()
+        self.procs[name] = proc
+        return proc
+
+    def log_tail(self, name: str, lines: int = 40) -> str:
+        path = self.workdir / f"{name}.log"
+        if not path.exists():
+            return "(no log)"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+    def _check_alive(self, name: str) -> None:
+        proc = self.procs[name]
+        if proc.poll() is not None:
+            raise ControlPlaneError(
+                f"{name} exited with {proc.returncode} during start-up; last log lines:\n"
+                + self.log_tail(name)
+            )
+
+    def _wait(self, name: str, probe, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last = ""
+        while time.monotonic() < deadline:
+            self._check_alive(name)
+            try:
+                if probe():
+                    return
+            except Exception as exc:  # noqa: BLE001 - any probe failure means "not yet"
+                last = str(exc)
+            time.sleep(0.25)
+        raise ControlPlaneError(
+            f"{name} not ready after {timeout:.0f}s ({last}); last log lines:\n" + self.log_tail(name)
+        )
+
+    def _get(self, url: str, token: str | None = None) -> tuple[int, str]:
+        if url.startswith(self.server):
+            ctx = ssl.create_default_context(cafile=str(self.workdir / "pki/apiserver.crt"))
+        else:
+            # The scheduler's and kwok's health ports serve their own throw-away self-signed certs.
+            ctx = ssl._create_unverified_context()  # noqa: S323
+        req = urllib.request.Request(url)
+        if token:
+            req.add_header("Authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=5) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode(errors="replace")
+
+    # --- start / stop ---------------------------------------------------------------
+    def start(self) -> None:
+        t0 = time.monotonic()
+        for port in ("etcd", "etcd_peer", "apiserver", "scheduler", "kwok"):
+            self.ports[port] = _free_port()
+        (self.workdir / "pki").mkdir()
+        self._write_credentials()
+        self._start_etcd()
+        self._start_apiserver()
+        self._write_kubeconfig()
+        self._start_controller_manager()
+        self._start_scheduler()
+        self._start_kwok()
+        self.timings["start_s"] = time.monotonic() - t0
+
+    def _write_credentials(self) -> None:
+        pki = self.workdir / "pki"
+        # One RSA key signs and verifies service-account tokens (kwokctl does the same).
+        if not shutil.which("openssl"):
+            raise ControlPlaneError("openssl is needed to create the service-account key (apt-get install openssl)")
+        subprocess.run(
+            ["openssl", "genrsa", "-out", str(pki / "sa.key"), "2048"],
+            check=True, capture_output=True,
+        )
+        # Static token auth: the user is in system:masters, so RBAC grants everything.
+        (pki / "tokens.csv").write_text(f'{self.token},{_TOKEN_USER},{_TOKEN_USER},"system:masters"\n')
+
+    def _start_etcd(self) -> None:
+        t0 = time.monotonic()
+        client = f"http://127.0.0.1:{self.ports['etcd']}"
+        peer = f"http://127.0.0.1:{self.ports['etcd_peer']}"
+        self._spawn("etcd", [
+            "--name=vllm-eks",
+            f"--data-dir={self.workdir / 'etcd'}",
+            f"--listen-client-urls={client}",
+            f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=vllm-eks={peer}",
+            # A test cluster does not need durability; fsync on a shared disk is the slow part.
+            "--unsafe-no-fsync=true",
+            "--log-level=warn",
+        ])
+        self._wait("etcd", lambda: self._get(f"{client}/health")[0] == 200, 30)
+        self.timings["etcd_s"] = time.monotonic() - t0
+
+    def _start_apiserver(self) -> None:
+        t0 = time.monotonic()
+        pki = self.workdir / "pki"
+        port = self.ports["apiserver"]
+        self._spawn("kube-apiserver", [
+            f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
+            "--bind-address=127.0.0.1",
+            # Without it a loopback-bound apiserver picks a host interface to advertise.
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={port}",
+            # No --tls-cert-file: the apiserver writes a self-signed serving cert here.
+            f"--cert-dir={pki}",
+            f"--token-auth-file={pki / 'tokens.csv'}",
+            "--authorization-mode=RBAC",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={pki / 'sa.key'}",
+            f"--service-account-signing-key-file={pki / 'sa.key'}",
+            "--service-cluster-ip-range=10.96.0.0/16",
+            "--allow-privileged=true",
+            "--enable-priority-and-fairness=false",
+            "--profiling=false",
+        ])
+        self._wait(
+            "kube-apiserver",
+            lambda: self._get(f"https://127.0.0.1:{port}/readyz", self.token)[0] == 200,
+            120,
+        )
+        self.timings["apiserver_s"] = time.monotonic() - t0
+
+    def _write_kubeconfig(self) -> None:
+        cfg = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "kwok", "cluster": {
+                "server": self.server,
+                "certificate-authority": str(self.workdir / "pki/apiserver.crt"),
+            }}],
+            "users": [{"name": _TOKEN_USER, "user": {"token": self.token}}],
+            "contexts": [{"name": "kwok", "context": {"cluster": "kwok", "user": _TOKEN_USER}}],
+            "current-context": "kwok",
+        }
+        self.kubeconfig.write_text(yaml.safe_dump(cfg))
+        self.kubeconfig.chmod(0o600)
+
+    def _start_controller_manager(self) -> None:
+        pki = self.workdir / "pki"
+        self._spawn("kube-controller-manager", [
+            f"--kubeconfig={self.kubeconfig}",
+            "--leader-elect=false",
+            # 0 turns the (optional) secure serving port off: nothing scrapes it here.
+            "--secure-port=0",
+            f"--service-account-private-key-file={pki / 'sa.key'}",
+            f"--root-ca-file={pki / 'apiserver.crt'}",
+            "--controllers=*",
+        ])
+
+    def _start_scheduler(self) -> None:
+        self._spawn("kube-scheduler", [
+            f"--kubeconfig={self.kubeconfig}",
+            f"--authentication-kubeconfig={self.kubeconfig}",
+            f"--authorization-kubeconfig={self.kubeconfig}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={self.ports['scheduler']}",
+        ])
+        self._wait(
+            "kube-scheduler",
+            lambda: self._get(f"https://127.0.0.1:{self.ports['scheduler']}/healthz")[0] == 200,
+            60,
+        )
+
+    def _start_kwok(self) -> None:
+        self._spawn("kwok", [
+            f"--kubeconfig={self.kubeconfig}",
+            # Only nodes the tests create (annotated) are simulated.
+            "--manage-all-nodes=false",
+            "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+            "--node-lease-duration-seconds=40",
+            "--cidr=10.244.0.0/16",
+            "--node-ip=10.0.0.1",
+            f"--server-address=127.0.0.1:{self.ports['kwok']}",
+            # v0.8.0 has no built-in Stages; build.sh extracts kwokctl's set from the module.
+            f"--config={self.bins.parent / 'kwok-stages.yaml'}",
+        ])
+        self._wait("kwok", lambda: self._get(f"http://127.0.0.1:{self.ports['kwok']}/healthz")[0] == 200, 60)
+
+    def stop(self) -> None:
+        """Stop in reverse start order (clients before etcd), each process group in turn."""
+        for name in reversed(list(self.procs)):
+            proc = self.procs[name]
+            for sig, grace in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+                if proc.poll() is not None:
+                    break
+                try:
+                    os.killpg(proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    proc.wait(timeout=grace)
+                except subprocess.TimeoutExpired:
+                    continue
+
+
+def new_workdir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="vllm-eks-cluster-"))

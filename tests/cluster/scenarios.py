@@ -1,0 +1,62 @@
+"""The committed values/ scenarios and the charts present in the repository.
+
+The tier installs whatever exists: a chart without charts/<chart>/Chart.yaml, or a scenario
+without values/<scenario>/<chart>.yaml, is left out of that scenario's install (and the test
+says so in its output)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# Install order: the pools before the workloads that select them, monitors last.
+CHARTS = ("gpu-infra", "vllm-inference", "observability")
+
+
+def chart_dir(chart: str) -> Path | None:
+    d = REPO_ROOT / "charts" / chart
+    return d if (d / "Chart.yaml").is_file() else None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    dir: Path
+
+    @property
+    def plan(self) -> dict[str, Any] | None:
+        p = self.dir / "plan.json"
+        return json.loads(p.read_text()) if p.is_file() else None
+
+    def values(self, chart: str) -> Path | None:
+        f = self.dir / f"{chart}.yaml"
+        return f if f.is_file() else None
+
+    def charts(self) -> list[str]:
+        """Charts of this scenario that can be installed: chart present and values written."""
+        return [c for c in CHARTS if chart_dir(c) and self.values(c)]
+
+    @property
+    def namespace(self) -> str:
+        """The namespace the scenario's values expect the model server in (observability's
+        target.namespace, where its monitors and ScaledObject go); else one of its own."""
+        obs = self.values("observability")
+        if obs:
+            target = (yaml.safe_load(obs.read_text()) or {}).get("target") or {}
+            if target.get("namespace"):
+                return str(target["namespace"])
+        # A DNS-1123 label: scenario directory names are already lower-case with dashes/dots.
+        return ("s-" + self.name.replace(".", "-").replace("_", "-"))[:63].rstrip("-")
+
+
+def discover() -> list[Scenario]:
+    root = REPO_ROOT / "values"
+    if not root.is_dir():
+        return []
+    return [Scenario(d.name, d) for d in sorted(root.iterdir())
+            if d.is_dir() and ((d / "plan.json").is_file() or any((d / f"{c}.yaml").is_file() for c in CHARTS))]

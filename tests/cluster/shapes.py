@@ -1,0 +1,173 @@
+"""From a scenario's rendered charts to what the cluster needs: node shapes of its pools, the pod
+groups of the model server, and how many nodes those pods fill."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tests.harness.helm import render
+
+from vllm_eks import contract
+
+from .nodes import NodeShape, quantity_bytes, shape_from_plan, shapes_from_nodepools
+from .scenarios import Scenario, chart_dir
+
+RELEASES = {"gpu-infra": "infra", "vllm-inference": "vllm", "observability": "obs"}
+
+
+def render_scenario_chart(scenario: Scenario, chart: str, namespace: str | None = None,
+                          set_values: Mapping[str, Any] | None = None, helm: str = "helm4") -> list[dict[str, Any]]:
+    d = chart_dir(chart)
+    values = scenario.values(chart)
+    if not d or not values:
+        return []
+    return render(d, [values], set_values=set_values, helm=helm, release=RELEASES[chart],
+                  namespace=namespace or scenario.namespace)
+
+
+def scenario_shapes(scenario: Scenario) -> list[NodeShape]:
+    """Node shapes of the scenario's pools: from the rendered NodePools when gpu-infra renders
+    any, else the one pool plan.json + contract.py describe."""
+    plan = scenario.plan or {}
+    objs = render_scenario_chart(scenario, "gpu-infra")
+    if any(o.get("kind") == "NodePool" for o in objs):
+        return shapes_from_nodepools(objs, plan.get("instance"), f"values/{scenario.name}/gpu-infra.yaml")
+    if plan:
+        return [shape_from_plan(plan, f"values/{scenario.name}/plan.json")]
+    return []
+
+
+def _millicores(q: str | int | float) -> int:
+    s = str(q)
+    return int(s[:-1]) if s.endswith("m") else int(float(s) * 1000)
+
+
+def amount(resource: str, q: str | int) -> int:
+    """A quantity in the unit the fit arithmetic uses: millicores for cpu, bytes, or a count."""
+    if resource == "cpu":
+        return _millicores(q)
+    if resource in ("memory", "ephemeral-storage"):
+        return quantity_bytes(q)
+    return int(q)
+
+
+def pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, int]:
+    """Effective requests of a pod spec as the scheduler counts them: the sum over containers,
+    at least the largest init container; limits stand in for missing requests (API defaulting)."""
+    total: dict[str, int] = {}
+    for c in pod_spec.get("containers") or []:
+        res = c.get("resources") or {}
+        reqs = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+        for k, v in reqs.items():
+            total[k] = total.get(k, 0) + amount(k, v)
+    for c in pod_spec.get("initContainers") or []:
+        res = c.get("resources") or {}
+        reqs = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+        for k, v in reqs.items():
+            total[k] = max(total.get(k, 0), amount(k, v))
+    return total
+
+
+@dataclass
+class PodGroup:
+    """Pods of one workload object of the model server."""
+
+    kind: str
+    name: str
+    pods: int
+    spec: dict[str, Any]
+    labels: dict[str, str]
+
+    @property
+    def pool(self) -> str | None:
+        sel = self.spec.get("nodeSelector") or {}
+        if contract.POOL_LABEL in sel:
+            return sel[contract.POOL_LABEL]
+        terms = (((self.spec.get("affinity") or {}).get("nodeAffinity") or {})
+                 .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
+        for term in terms:
+            for expr in term.get("matchExpressions") or []:
+                if expr["key"] == contract.POOL_LABEL and expr["operator"] == "In" and len(expr["values"]) == 1:
+                    return expr["values"][0]
+        return None
+
+    @property
+    def requests(self) -> dict[str, int]:
+        return pod_requests(self.spec)
+
+
+def pod_groups(objects: Sequence[Mapping[str, Any]]) -> list[PodGroup]:
+    """Deployments, StatefulSets and LeaderWorkerSets (leader + workers) among rendered objects."""
+    out = []
+    for o in objects:
+        kind, spec = o.get("kind"), o.get("spec") or {}
+        if kind in ("Deployment", "StatefulSet"):
+            t = spec["template"]
+            out.append(PodGroup(kind, o["metadata"]["name"], int(spec.get("replicas", 1)), t["spec"],
+                                (t.get("metadata") or {}).get("labels") or {}))
+        elif kind == "LeaderWorkerSet":
+            replicas = int(spec.get("replicas", 1))
+            lw = spec["leaderWorkerTemplate"]
+            size = int(lw.get("size", 1))
+            worker = lw["workerTemplate"]
+            leader = lw.get("leaderTemplate") or worker
+            out.append(PodGroup(kind, o["metadata"]["name"] + "/leader", replicas, leader["spec"],
+                                (leader.get("metadata") or {}).get("labels") or {}))
+            if size > 1:
+                out.append(PodGroup(kind, o["metadata"]["name"] + "/worker", replicas * (size - 1), worker["spec"],
+                                    (worker.get("metadata") or {}).get("labels") or {}))
+    return out
+
+
+def daemonset_requests(objects: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Requests of the DaemonSets that run on every GPU node (they tolerate the GPU taint)."""
+    total: dict[str, int] = {}
+    for o in objects:
+        if o.get("kind") != "DaemonSet":
+            continue
+        spec = o["spec"]["template"]["spec"]
+        if not any(t.get("key") == contract.GPU_TAINT_KEY for t in spec.get("tolerations") or []):
+            continue
+        for k, v in pod_requests(spec).items():
+            total[k] = total.get(k, 0) + v
+        total["pods"] = total.get("pods", 0) + 1
+    return total
+
+
+def pods_per_node(shape: NodeShape, requests: Mapping[str, int], overhead: Mapping[str, int]) -> int:
+    """How many pods with these requests one node of the shape holds after the DaemonSets."""
+    fits = [int(shape.allocatable.get("pods", "110")) - overhead.get("pods", 0)]
+    for res, req in requests.items():
+        if req <= 0:
+            continue
+        if res not in shape.allocatable:
+            return 0
+        free = amount(res, shape.allocatable[res]) - overhead.get(res, 0)
+        fits.append(max(free, 0) // req)
+    return max(min(fits), 0)
+
+
+def nodes_for(group: PodGroup, shape: NodeShape, overhead: Mapping[str, int]) -> int:
+    per = pods_per_node(shape, group.requests, overhead)
+    if per == 0:
+        raise AssertionError(
+            f"{group.kind} {group.name} (requests {group.requests}) does not fit one node of {shape.source} "
+            f"(allocatable {shape.allocatable}, DaemonSets {dict(overhead)})")
+    return math.ceil(group.pods / per)
+
+
+def shape_for(group: PodGroup, shapes: Sequence[NodeShape]) -> NodeShape:
+    pool = group.pool
+    for s in shapes:
+        if pool is not None and s.labels.get(contract.POOL_LABEL) == pool:
+            return s
+    sel = group.spec.get("nodeSelector") or {}
+    for s in shapes:
+        if sel and all(s.labels.get(k) == v for k, v in sel.items()):
+            return s
+    raise AssertionError(
+        f"{group.kind} {group.name} selects pool {pool!r} / nodeSelector {sel}; "
+        f"pools available: {[s.labels.get(contract.POOL_LABEL) for s in shapes]}")
