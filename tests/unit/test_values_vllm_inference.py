@@ -129,12 +129,14 @@ def test_builder_pvc_source() -> None:
         build_values(plan, ValuesOptions(model_source_kind="pvc", pvc_name="fsx", pvc_mount_path="/data"))
 
 
-def test_builder_refuses_what_single_node_cannot_render() -> None:
-    with pytest.raises(VllmEksError, match="topology"):
-        build_values(make_plan(topology="multi-node", pipeline_parallel_size=2, nodes_per_replica=2,
-                               gpus_per_pod=8), ValuesOptions())
+def test_builder_refuses_inconsistent_parallelism() -> None:
+    with pytest.raises(VllmEksError, match="pipeline_parallel_size"):
+        build_values(make_plan(pipeline_parallel_size=2, nodes_per_replica=2), ValuesOptions())
     with pytest.raises(VllmEksError, match="gpus_per_pod"):
         build_values(make_plan(gpus_per_pod=4), ValuesOptions())
+    with pytest.raises(VllmEksError, match="nodes_per_replica"):
+        build_values(make_plan(topology="multi-node", pipeline_parallel_size=2, nodes_per_replica=3),
+                     ValuesOptions())
 
 
 def test_builder_registered_and_output_matches_schema() -> None:
@@ -246,9 +248,9 @@ def test_schema_keeps_optional_fields_omittable_not_nullable() -> None:
     assert sc["runAsUser"]["type"] == "integer" and "anyOf" not in sc["runAsUser"]
 
 
-def test_schema_topology_accepts_only_single_node_for_now() -> None:
+def test_schema_topology_lists_the_four_topologies() -> None:
     topo = values_schema(VllmInferenceValues, TITLE)["properties"]["topology"]
-    assert topo.get("const") == "single-node" or topo.get("enum") == ["single-node"]
+    assert topo["enum"] == ["single-node", "multi-node", "ray-serve", "disaggregated"]
 
 
 def test_schema_writer_rejects_recursive_models() -> None:

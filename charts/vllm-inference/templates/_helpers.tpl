@@ -123,6 +123,12 @@ Plan's engine arguments, then the user's extra ones.
 - {{ include "vllm-inference.containerPort" . | quote }}
 - --tensor-parallel-size
 - {{ .Values.engine.tensorParallelSize | int | quote }}
+{{- if eq .Values.topology "multi-node" }}
+- --pipeline-parallel-size
+- {{ .Values.engine.pipelineParallelSize | int | quote }}
+- --distributed-executor-backend
+- ray
+{{- end }}
 - --shutdown-timeout
 - {{ .Values.drain.shutdownTimeoutSeconds | int | quote }}
 {{- if eq .Values.model.source "s3" }}
@@ -134,5 +140,76 @@ Plan's engine arguments, then the user's extra ones.
 {{- end }}
 {{- range .Values.engine.extraArgs }}
 - {{ . | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+Name of the Service clients call. multi-node: the LWS controller already creates a headless
+Service named like the LeaderWorkerSet (pod hostnames <lws>-<group>.<lws>), so the leaders'
+Service takes the -api suffix. ray-serve and disaggregated: the Serve Service KubeRay creates for
+a RayService, <name>-serve-svc.
+*/}}
+{{- define "vllm-inference.serviceName" -}}
+{{- $name := include "vllm-inference.fullname" . }}
+{{- if eq .Values.topology "multi-node" }}
+{{- printf "%s-api" ($name | trunc 59 | trimSuffix "-") }}
+{{- else if has .Values.topology (list "ray-serve" "disaggregated") }}
+{{- printf "%s-serve-svc" ($name | trunc 53 | trimSuffix "-") }}
+{{- else }}
+{{- $name }}
+{{- end }}
+{{- end }}
+
+{{/* Label the LWS controller puts on pods: worker index "0" is the leader of a group. */}}
+{{- define "vllm-inference.leaderLabel" -}}
+leaderworkerset.sigs.k8s.io/worker-index: "0"
+{{- end }}
+
+{{/* The Ray Serve LLM image: repository:tag, or repository@digest when a digest is pinned. */}}
+{{- define "vllm-inference.rayImage" -}}
+{{- $img := .Values.ray.image }}
+{{- if $img.digest }}
+{{- printf "%s@%s" $img.repository $img.digest }}
+{{- else }}
+{{- printf "%s:%s" $img.repository $img.tag }}
+{{- end }}
+{{- end }}
+
+{{/* requests/limits of a container without GPUs, from a values Resources object. */}}
+{{- define "vllm-inference.plainResources" -}}
+{{- range $part := list "requests" "limits" }}
+{{- $r := index $ $part }}
+{{ $part }}:
+  {{- with $r.cpu }}
+  cpu: {{ . | quote }}
+  {{- end }}
+  {{- with $r.memory }}
+  memory: {{ . | quote }}
+  {{- end }}
+  {{- with $r.ephemeralStorage }}
+  ephemeral-storage: {{ . | quote }}
+  {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Labels of helm test objects: never the server's selector labels (component test). */}}
+{{- define "vllm-inference.testLabels" -}}
+app.kubernetes.io/name: {{ include "vllm-inference.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: test
+app.kubernetes.io/part-of: vllm-eks
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ include "vllm-inference.chart" . }}
+{{- with .Values.labels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{- define "vllm-inference.diagnosticsImage" -}}
+{{- $img := .Values.diagnostics.image }}
+{{- if $img.digest }}
+{{- printf "%s@%s" $img.repository $img.digest }}
+{{- else }}
+{{- printf "%s:%s" $img.repository $img.tag }}
 {{- end }}
 {{- end }}

@@ -7,14 +7,73 @@ when a user skips schema validation (helm --skip-schema-validation).
 {{- $v := .Values }}
 {{- $errors := list }}
 
-{{- /* Topologies other than single-node are designed (see values.yaml) but not rendered yet. */}}
-{{- if ne (toString $v.topology) "single-node" }}
-{{- $errors = append $errors (printf "topology: %q is not implemented yet (only single-node)" (toString $v.topology)) }}
+{{- $topology := toString $v.topology }}
+{{- $ray := has $topology (list "ray-serve" "disaggregated") }}
+
+{{- /* Every topology runs one tensor-parallel group per pod (TP never crosses pods). */}}
+{{- if ne (int $v.gpu.count) (int $v.engine.tensorParallelSize) }}
+{{- $errors = append $errors (printf "gpu.count (%d) must equal engine.tensorParallelSize (%d) for topology %s" (int $v.gpu.count) (int $v.engine.tensorParallelSize) $topology) }}
+{{- end }}
+{{- if eq $topology "multi-node" }}
+{{- /* One pipeline stage per pod: group size x GPUs per pod = TP x PP. */}}
+{{- if ne (int $v.multiNode.groupSize) (int $v.engine.pipelineParallelSize) }}
+{{- $errors = append $errors (printf "multiNode.groupSize (%d) must equal engine.pipelineParallelSize (%d): one pipeline stage per pod of the group" (int $v.multiNode.groupSize) (int $v.engine.pipelineParallelSize)) }}
+{{- end }}
+{{- if ne (toString $v.strategy.type) "RollingUpdate" }}
+{{- $errors = append $errors "strategy.type: a LeaderWorkerSet only rolls groups (RollingUpdate)" }}
+{{- end }}
+{{- else if ne (int $v.engine.pipelineParallelSize) 1 }}
+{{- $errors = append $errors (printf "engine.pipelineParallelSize (%d) needs topology multi-node; %s runs pipeline parallel size 1" (int $v.engine.pipelineParallelSize) $topology) }}
 {{- end }}
 
-{{- /* single-node: one model copy per pod, tensor parallel across that pod's GPUs. */}}
-{{- if ne (int $v.gpu.count) (int $v.engine.tensorParallelSize) }}
-{{- $errors = append $errors (printf "gpu.count (%d) must equal engine.tensorParallelSize (%d) for topology single-node" (int $v.gpu.count) (int $v.engine.tensorParallelSize)) }}
+{{- /* EFA traffic does not cross availability zones: the whole group in one zone. */}}
+{{- if and (gt (int $v.efa.devices) 0) (not $v.scheduling.zone) }}
+{{- $errors = append $errors (printf "scheduling.zone: required with efa.devices %d (EFA does not cross availability zones)" (int $v.efa.devices)) }}
+{{- end }}
+
+{{- if $ray }}
+{{- range $key := list "args" "extraArgs" }}
+{{- if index $v.engine $key }}
+{{- $errors = append $errors (printf "engine.%s: not used by topology %s (Ray Serve takes engine keyword arguments: %s)" $key $topology (ternary "rayServe.engineKwargs" "disaggregated.*.engineKwargs" (eq $topology "ray-serve"))) }}
+{{- end }}
+{{- end }}
+{{- $kwargSets := dict }}
+{{- if eq $topology "ray-serve" }}
+{{- $_ := set $kwargSets "rayServe.engineKwargs" $v.rayServe.engineKwargs }}
+{{- $w := $v.rayServe.workers }}
+{{- if or (gt (int $w.minReplicas) (int $w.replicas)) (gt (int $w.replicas) (int $w.maxReplicas)) }}
+{{- $errors = append $errors (printf "rayServe.workers: need minReplicas (%d) <= replicas (%d) <= maxReplicas (%d)" (int $w.minReplicas) (int $w.replicas) (int $w.maxReplicas)) }}
+{{- end }}
+{{- $a := $v.rayServe.autoscaling }}
+{{- if gt (int $a.minReplicas) (int $a.maxReplicas) }}
+{{- $errors = append $errors (printf "rayServe.autoscaling.minReplicas (%d) must be <= maxReplicas (%d)" (int $a.minReplicas) (int $a.maxReplicas)) }}
+{{- end }}
+{{- if gt (int $a.maxReplicas) (int $w.maxReplicas) }}
+{{- $errors = append $errors (printf "rayServe.workers.maxReplicas (%d) must be >= rayServe.autoscaling.maxReplicas (%d): one worker pod per model copy" (int $w.maxReplicas) (int $a.maxReplicas)) }}
+{{- end }}
+{{- else }}
+{{- $_ := set $kwargSets "disaggregated.prefill.engineKwargs" $v.disaggregated.prefill.engineKwargs }}
+{{- $_ := set $kwargSets "disaggregated.decode.engineKwargs" $v.disaggregated.decode.engineKwargs }}
+{{- end }}
+{{- range $path := keys $kwargSets | sortAlpha }}
+{{- $kw := get $kwargSets $path }}
+{{- range $owned := list "tensor_parallel_size" "pipeline_parallel_size" "model" "served_model_name" }}
+{{- if hasKey $kw $owned }}
+{{- $errors = append $errors (printf "%s.%s: set by the chart (engine.tensorParallelSize, engine.pipelineParallelSize, model.name, model.servedModelName)" $path $owned) }}
+{{- end }}
+{{- end }}
+{{- if eq $topology "disaggregated" }}
+{{- $kv := get $kw "kv_transfer_config" }}
+{{- if not $kv }}
+{{- $errors = append $errors (printf "%s.kv_transfer_config: required: prefill and decode exchange the KV cache through it (NixlConnector)" $path) }}
+{{- else if and (kindIs "map" $kv) (eq (int $v.efa.devices) 0) }}
+{{- $backends := dig "kv_connector_extra_config" "backends" (list) $kv }}
+{{- if has "LIBFABRIC" $backends }}
+{{- $errors = append $errors (printf "efa.devices: 0, but %s.kv_transfer_config uses NIXL's LIBFABRIC backend, which needs EFA interfaces" $path) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{- /* Secrets never go into values: only references to existing Secrets. The paths are named,
@@ -41,6 +100,12 @@ when a user skips schema validation (helm --skip-schema-validation).
 {{- /* Arguments the chart renders from their own keys must not be given twice. */}}
 {{- $owned := list "--model" "--served-model-name" "--port" "--tensor-parallel-size" "-tp" "--shutdown-timeout" "--hf-token" }}
 {{- $ownedBy := dict "--model" "model.name" "--served-model-name" "model.servedModelName" "--port" "service.port (the container port is fixed)" "--tensor-parallel-size" "engine.tensorParallelSize" "-tp" "engine.tensorParallelSize" "--shutdown-timeout" "drain.shutdownTimeoutSeconds" "--hf-token" "model.huggingface.tokenSecret" }}
+{{- if eq $topology "multi-node" }}
+{{- $owned = concat $owned (list "--pipeline-parallel-size" "-pp" "--distributed-executor-backend") }}
+{{- $_ := set $ownedBy "--pipeline-parallel-size" "engine.pipelineParallelSize" }}
+{{- $_ := set $ownedBy "-pp" "engine.pipelineParallelSize" }}
+{{- $_ := set $ownedBy "--distributed-executor-backend" "topology multi-node (ray)" }}
+{{- end }}
 {{- if eq (toString $v.model.source) "s3" }}
 {{- $owned = append $owned "--load-format" }}
 {{- $_ := set $ownedBy "--load-format" "model.source s3 (runai_streamer)" }}
@@ -55,7 +120,7 @@ when a user skips schema validation (helm --skip-schema-validation).
 {{- $errors = append $errors (printf "engine.%s[%d]: %s is set by the chart from %s" $key $i $flag (get $ownedBy $flag)) }}
 {{- end }}
 {{- /* single-node pods hold a whole model copy: pipeline stages across pods need multi-node. */}}
-{{- if has $flag (list "--pipeline-parallel-size" "-pp") }}
+{{- if and (ne $topology "multi-node") (has $flag (list "--pipeline-parallel-size" "-pp")) }}
 {{- $args := index $v.engine $key }}
 {{- $pp := "" }}
 {{- if contains "=" (toString $a) }}

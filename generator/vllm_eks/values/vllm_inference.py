@@ -6,6 +6,7 @@ drain timings, replicas) comes from the Plan through `build_values`; the chart o
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Annotated, Any, Literal
 
@@ -13,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from .. import contract
-from ..errors import VllmEksError
+from ..errors import InvalidOptionError, VllmEksError
+from ..hardware import instance_catalog
 from ..plan import Plan
 from .engine_args import Arg, parse_args
 from .options import ValuesOptions
@@ -25,6 +27,21 @@ VLLM_IMAGE_REPOSITORY = "vllm/vllm-openai"
 VLLM_IMAGE_TAG = "v0.32.0"
 TEST_IMAGE_REPOSITORY = "curlimages/curl"
 TEST_IMAGE_TAG = "8.11.1"
+# Ray Serve LLM image of the ray-serve and disaggregated topologies. Ray 2.58.0 is the release
+# KubeRay 1.7.0 (the pinned CRDs) has been run with; the image bundles vLLM and NIXL (with its
+# libfabric/EFA backend), see docs/topologies.md for the sources.
+RAY_VERSION = "2.58.0"
+RAY_IMAGE_REPOSITORY = "rayproject/ray-llm"
+RAY_IMAGE_TAG = "2.58.0-py312-cu130"
+# kubectl of the multi-node diagnostics (helm test): it runs the checks inside the group's pods.
+KUBECTL_IMAGE_REPOSITORY = "registry.k8s.io/kubectl"
+KUBECTL_IMAGE_TAG = "v1.35.6"
+# NCCL must not pick the EKS Pod Identity link-local interface (pod-id-link0, 169.254.170.23)
+# or container bridges for its socket bootstrap: aws-samples/aws-do-eks#54.
+NCCL_SOCKET_IFNAME = "^lo,docker,veth,eni,pod-id-link0"
+# Cross-node all-reduce below this fraction of the instance's network rating means NCCL did not
+# reach EFA (a TCP fallback lands at a few percent of it).
+ALLREDUCE_MIN_FRACTION = 0.25
 
 # Probe cadence after start-up: short, the startup probe carries the long model-load budget.
 STARTUP_PERIOD_SECONDS = 10
@@ -48,6 +65,13 @@ IntOrPercent = Annotated[int, Field(ge=0)] | Percent
 # Plan's list and the chart's validate helper rejects them in engine.args / engine.extraArgs.
 CHART_OWNED_FLAGS = ("--model", "--served-model-name", "--port", "--tensor-parallel-size", "-tp",
                      "--shutdown-timeout", "--hf-token")
+# Also chart-owned in the multi-node topology (the LeaderWorkerSet renders them).
+MULTI_NODE_FLAGS = ("--pipeline-parallel-size", "-pp", "--distributed-executor-backend")
+# Server options of `vllm serve` that are not engine keyword arguments: Ray Serve LLM takes the
+# model id, port and drain from its own config (model_loading_config, graceful_shutdown_timeout_s).
+NOT_ENGINE_KWARGS = ("--served-model-name", "--port", "--shutdown-timeout", "--hf-token", "--model",
+                     "--distributed-executor-backend")
+Topology = Literal["single-node", "multi-node", "ray-serve", "disaggregated"]
 
 
 class ValuesModel(BaseModel):
@@ -123,9 +147,13 @@ class Engine(ValuesModel):
             "(older ones used the api_server module); setting it keeps the chart independent of that"))
     tensor_parallel_size: int = Field(1, ge=1, description=(
         "--tensor-parallel-size. single-node: must equal gpu.count (one model copy per pod)"))
+    pipeline_parallel_size: int = Field(1, ge=1, description=(
+        "--pipeline-parallel-size. multi-node: one stage per pod, so it equals multiNode.groupSize; "
+        "other topologies: 1"))
     args: list[str] = Field(default_factory=list, description=(
         "Engine arguments from the generator's Plan (everything after `vllm serve` except the "
-        "model, served name, port, tensor parallel size and shutdown timeout, which the chart adds)"))
+        "model, served name, port, tensor parallel size and shutdown timeout, which the chart adds; "
+        "multi-node also adds pipeline parallel size and the Ray executor backend)"))
     extra_args: list[str] = Field(default_factory=list, description="Additional engine arguments, appended last")
 
 
@@ -225,6 +253,9 @@ class Scheduling(ValuesModel):
         f"GPU pool (charts/gpu-infra NodePool) to run on: nodeSelector {contract.POOL_LABEL}; empty: any"))
     instance_type: str = Field("", pattern=r"^([a-z0-9][-a-z0-9.]*)?$", description=(
         f"nodeSelector {contract.INSTANCE_TYPE_LABEL}; empty: any"))
+    zone: str = Field("", pattern=r"^([a-z0-9][-a-z0-9]*)?$", description=(
+        f"nodeSelector {contract.ZONE_LABEL}: every pod of the release in this one availability "
+        "zone. Required when efa.devices > 0 (EFA traffic does not cross zones)"))
     node_selector: dict[str, str] = Field(default_factory=dict, description="Additional nodeSelector entries")
     tolerations: list[Toleration] = Field(default_factory=list, description=(
         f"Tolerations in addition to the {contract.GPU_TAINT_KEY}:{contract.GPU_TAINT_EFFECT} one the chart always sets"))
@@ -295,6 +326,129 @@ class EnvVar(ValuesModel):
     value_from: dict[str, Any] | None = Field(None, description="Kubernetes EnvVarSource (secretKeyRef, configMapKeyRef, ...)")
 
 
+class Efa(ValuesModel):
+    devices: int = Field(0, ge=0, description=(
+        f"{contract.EFA_RESOURCE} requested by every GPU pod: the instance's maximum interface "
+        "count (p5.48xlarge 32). 0: no EFA. The EFA device plugin (charts/gpu-infra) mounts the "
+        "devices; no capability or privilege is needed (memlock is unlimited on EKS AMIs)"))
+    hugepages2_mi: OptionalQuantity = Field("", alias="hugepages2Mi", description=(
+        "hugepages-2Mi per pod for libfabric's bounce buffers (the nodes must pre-allocate them). "
+        "Empty: none requested, and FI_EFA_USE_HUGE_PAGE=0 keeps libfabric on regular pages"))
+
+
+class Nccl(ValuesModel):
+    debug: Literal["", "VERSION", "WARN", "INFO", "TRACE"] = Field("WARN", description=(
+        "NCCL_DEBUG on multi-node and EFA pods; INFO logs which transport NCCL chose "
+        "(`NET/OFI Selected provider is efa` means EFA). Empty: not set"))
+    socket_ifname: str = Field(NCCL_SOCKET_IFNAME, min_length=1, description=(
+        "NCCL_SOCKET_IFNAME (bootstrap and socket fallback). The default excludes loopback, "
+        "bridges and the EKS Pod Identity link-local interface pod-id-link0"))
+
+
+class MultiNode(ValuesModel):
+    group_size: int = Field(2, ge=2, description=(
+        "Pods per LeaderWorkerSet group (leaderWorkerTemplate.size): one per pipeline stage, so "
+        "it equals engine.pipelineParallelSize; replicas counts groups"))
+    exclusive_topology: str = Field("", pattern=r"^([a-z0-9A-Z][-a-z0-9A-Z_./]*)?$", description=(
+        "leaderworkerset.sigs.k8s.io/exclusive-topology annotation: a node label key whose domain "
+        "holds exactly one group (1:1 exclusive placement). Empty: not set. Do not use the zone "
+        "key when replicas exceed the zones the pool spans"))
+
+
+class DiagnosticsImage(Image):
+    repository: str = Field(KUBECTL_IMAGE_REPOSITORY, min_length=1,
+                            description="Image with kubectl that runs the checks inside the group's pods")
+    tag: str = Field(KUBECTL_IMAGE_TAG, min_length=1, description="Image tag")
+
+
+class GpuTopologyCheck(ValuesModel):
+    enabled: bool = Field(True, description=(
+        "helm test: parse `nvidia-smi topo -m` in every pod of every group and fail when two GPUs "
+        "of one tensor-parallel group are not NVLink-connected. Off on PCIe-only instances"))
+
+
+class AllReduceCheck(ValuesModel):
+    enabled: bool = Field(True, description=(
+        "helm test: NCCL all-reduce across each group (one process per GPU, started in every pod "
+        "of the group with the serving image; no MPI) and fail when bus bandwidth is far below "
+        "the instance's network rating (NCCL fell back to TCP)"))
+    size_mi_b: int = Field(256, ge=1, alias="sizeMiB", description=(
+        "Message size in MiB; must fit in the GPU memory vLLM leaves free (1 - gpu-memory-utilization)"))
+    iterations: int = Field(20, ge=1, description="Timed all-reduce iterations (after 5 warm-up ones)")
+    expected_bus_bandwidth_g_bps: float = Field(0.0, ge=0, alias="expectedBusBandwidthGBps", description=(
+        "The instance's network rating in GB/s (instance catalog net_mbps_baseline / 8000). 0: "
+        "report the figure, never fail on it"))
+    min_fraction: float = Field(ALLREDUCE_MIN_FRACTION, gt=0, le=1, description=(
+        "Fail when measured bus bandwidth < minFraction x expectedBusBandwidthGBps"))
+    port: int = Field(29555, ge=1024, le=65535, description="TCP port of the rendezvous on the leader pod")
+
+
+class Diagnostics(ValuesModel):
+    image: DiagnosticsImage = Field(default_factory=DiagnosticsImage, description="kubectl image of the test pods")
+    timeout_seconds: int = Field(900, ge=30, description="kubectl exec --request-timeout of each check")
+    gpu_topology: GpuTopologyCheck = Field(default_factory=GpuTopologyCheck, description="GPU interconnect check")
+    all_reduce: AllReduceCheck = Field(default_factory=AllReduceCheck, description="Cross-node all-reduce bandwidth check")
+
+
+class RayImage(Image):
+    repository: str = Field(RAY_IMAGE_REPOSITORY, min_length=1, description=(
+        "Ray Serve LLM image of the head and worker pods (bundles Ray, vLLM and NIXL)"))
+    tag: str = Field(RAY_IMAGE_TAG, min_length=1, description="Image tag; keep it at ray.version")
+
+
+class RayHead(ValuesModel):
+    resources: Resources = Field(
+        default_factory=lambda: Resources(
+            requests=ResourceList(cpu="2", memory="8Gi", ephemeral_storage="20Gi"),
+            limits=ResourceList(memory="8Gi")),
+        description="Resources of the head pod (no GPU: it runs the Serve controller and proxy, never a model)")
+    node_selector: dict[str, str] = Field(default_factory=dict, description=(
+        "nodeSelector of the head pod. It requests no GPU and stays off the GPU pool, so it lands "
+        "on the cluster's general-purpose nodes"))
+
+
+class Ray(ValuesModel):
+    version: str = Field(RAY_VERSION, pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$",
+                         description="rayClusterConfig.rayVersion; must match the image")
+    image: RayImage = Field(default_factory=RayImage, description="Image of the head and worker pods")
+    head: RayHead = Field(default_factory=RayHead, description="The head pod")
+
+
+class ServeAutoscaling(ValuesModel):
+    min_replicas: int = Field(1, ge=0, description="autoscaling_config.min_replicas (model copies)")
+    max_replicas: int = Field(1, ge=1, description="autoscaling_config.max_replicas (model copies)")
+    target_ongoing_requests: int = Field(16, ge=1, description=(
+        "autoscaling_config.target_ongoing_requests per model copy"))
+
+
+class RayWorkers(ValuesModel):
+    replicas: int = Field(1, ge=0, description="Worker pods at start")
+    min_replicas: int = Field(1, ge=0, description="Worker pods KubeRay's autoscaler keeps")
+    max_replicas: int = Field(1, ge=1, description="Worker pods KubeRay's autoscaler may add")
+    idle_timeout_seconds: int = Field(600, ge=0, description="How long a worker pod without a model copy lives")
+
+
+class RayServe(ValuesModel):
+    engine_kwargs: dict[str, Any] = Field(default_factory=dict, description=(
+        "vLLM engine keyword arguments of the Ray Serve LLM app (the Plan's engine args as "
+        "snake_case keys); tensor/pipeline parallel sizes come from engine.*"))
+    autoscaling: ServeAutoscaling = Field(default_factory=ServeAutoscaling,
+                                          description="Ray Serve autoscaling of model copies")
+    workers: RayWorkers = Field(default_factory=RayWorkers, description=(
+        "The GPU worker group: one pod per model copy and node (nodes per copy x Serve replicas)"))
+
+
+class Pool(ValuesModel):
+    replicas: int = Field(1, ge=1, description="Model copies of this pool (one worker pod each)")
+    engine_kwargs: dict[str, Any] = Field(default_factory=dict, description=(
+        "vLLM engine keyword arguments of this pool, including kv_transfer_config"))
+
+
+class Disaggregated(ValuesModel):
+    prefill: Pool = Field(default_factory=Pool, description="Prefill pool (compute-bound: prompt processing)")
+    decode: Pool = Field(default_factory=Pool, description="Decode pool (memory-bound: token generation)")
+
+
 class VllmInferenceValues(ValuesModel):
     """values.yaml of charts/vllm-inference."""
 
@@ -302,16 +456,30 @@ class VllmInferenceValues(ValuesModel):
                                     description="Global values of a parent chart (unused here)")
     name_override: str = Field("", description="Replaces the chart name in object names")
     fullname_override: str = Field("", description="Replaces the full object name prefix")
-    topology: Literal["single-node"] = Field("single-node", description=(
-        "How one model copy is laid out. single-node: a Deployment, tensor parallel across one "
-        "node's GPUs. (multi-node, ray-serve and disaggregated are not implemented yet)"))
-    replicas: int = Field(1, ge=0, description="Number of model copies (pods)")
+    topology: Topology = Field("single-node", description=(
+        "How a model copy is laid out. single-node: a Deployment, tensor parallel across one "
+        "node's GPUs. multi-node: a LeaderWorkerSet, TP within each pod, pipeline stages across "
+        "the pods of a group, Ray head on the leader. ray-serve: a KubeRay RayService running "
+        "a Ray Serve LLM app. disaggregated: a RayService with prefill and decode pools joined "
+        "by NIXL KV transfer"))
+    replicas: int = Field(1, ge=0, description=(
+        "Model copies: pods (single-node) or LeaderWorkerSet groups (multi-node); ray-serve and "
+        "disaggregated size themselves from rayServe / disaggregated"))
     image: Image = Field(default_factory=Image, description="vLLM server image")
     image_pull_secrets: list[LocalObjectReference] = Field(default_factory=list, description="imagePullSecrets")
     model: Model = Field(default_factory=Model, description="What to serve and where it comes from")
     engine: Engine = Field(default_factory=Engine, description="How vLLM is started")
     gpu: Gpu = Field(default_factory=Gpu, description="GPUs per pod")
     resources: Resources = Field(default_factory=Resources, description="CPU, memory and ephemeral-storage of the vLLM container")
+    efa: Efa = Field(default_factory=Efa, description="Elastic Fabric Adapter interfaces of the GPU pods")
+    nccl: Nccl = Field(default_factory=Nccl, description="NCCL settings of multi-node and EFA pods")
+    multi_node: MultiNode = Field(default_factory=MultiNode, description="topology multi-node (LeaderWorkerSet)")
+    diagnostics: Diagnostics = Field(default_factory=Diagnostics, description=(
+        "helm test checks of multi-node groups: GPU interconnect and cross-node all-reduce bandwidth"))
+    ray: Ray = Field(default_factory=Ray, description="Ray cluster of the ray-serve and disaggregated topologies")
+    ray_serve: RayServe = Field(default_factory=RayServe, description="topology ray-serve (RayService, Ray Serve LLM)")
+    disaggregated: Disaggregated = Field(default_factory=Disaggregated, description=(
+        "topology disaggregated (RayService, Ray Serve prefill/decode app, NIXL over EFA)"))
     shm: Shm = Field(default_factory=Shm, description="/dev/shm")
     cache: Cache = Field(default_factory=Cache, description="Writable cache volume")
     probes: Probes = Field(default_factory=Probes, description="Health probes")
@@ -392,28 +560,102 @@ def _model(plan: Plan, options: ValuesOptions) -> Model:
                  huggingface=HuggingFace(token_secret=token), pvc=pvc)
 
 
+def _check_flag(args: list[Arg], flag: str, expected: str) -> None:
+    for a in args:
+        if a.flag == flag and a.value != expected:
+            raise VllmEksError(f"plan.engine_args: {flag} {a.value!r} differs from the Plan's {expected!r}")
+
+
+def _multi_node_args(plan: Plan, kept: list[str]) -> list[str]:
+    """The Plan's args without the ones the LeaderWorkerSet renders (PP, Ray executor)."""
+    args = parse_args(kept)
+    _check_flag(args, "--pipeline-parallel-size", str(plan.pipeline_parallel_size))
+    _check_flag(args, "-pp", str(plan.pipeline_parallel_size))
+    _check_flag(args, "--distributed-executor-backend", "ray")
+    return [tok for a in args if a.flag not in MULTI_NODE_FLAGS for tok in a.tokens()]
+
+
+def _kwarg_value(text: str | None) -> Any:
+    """A `vllm serve` flag value as the Python value vLLM's argument parser would produce."""
+    if text is None:
+        return True
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    if text[:1] in "{[":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise VllmEksError(f"plan.engine_args: value {text!r} looks like JSON but is not: {exc}") from exc
+    return text
+
+
+def engine_kwargs(tokens: list[str]) -> dict[str, Any]:
+    """`vllm serve` flags -> the engine keyword arguments Ray Serve LLM passes to vLLM
+    (LLMConfig.engine_kwargs): `--max-model-len 4096` -> max_model_len: 4096, a bare switch ->
+    True, `--no-x` -> x: False. Server options that are not engine arguments are dropped; the
+    chart adds the tensor/pipeline parallel sizes from engine.*."""
+    out: dict[str, Any] = {}
+    for a in parse_args(tokens):
+        if a.positional or a.flag in NOT_ENGINE_KWARGS:
+            continue
+        if a.flag in ("--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp"):
+            continue
+        if not a.flag.startswith("--"):
+            raise VllmEksError(f"plan.engine_args: short flag {a.flag!r} has no engine keyword; use the long form")
+        name = a.flag[2:].replace("-", "_")
+        if name.startswith("no_") and a.value is None:
+            out[name[3:]] = False
+            continue
+        out[name] = _kwarg_value(a.value)
+    return out
+
+
+def _hardware(plan: Plan):
+    hw = instance_catalog().get(plan.instance)
+    if hw is None:
+        raise VllmEksError(f"plan.instance {plan.instance!r} is not in the instance catalog: the multi-node "
+                           "diagnostics need its network rating and GPU interconnect")
+    return hw
+
+
+def _zone(plan: Plan, options: ValuesOptions) -> str:
+    if plan.efa_devices_per_pod > 0 and not options.zone:
+        raise InvalidOptionError(
+            f"--zone is required: the plan uses EFA ({plan.efa_devices_per_pod} interfaces per pod) and "
+            "every pod of the group must stay in one availability zone (EFA traffic does not cross zones)")
+    return options.zone or ""
+
+
 def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
-    """Values for charts/vllm-inference from a single-node Plan."""
-    if plan.topology != "single-node":
-        raise VllmEksError(f"plan.topology {plan.topology!r}: charts/vllm-inference renders only "
-                           "single-node so far")
-    if plan.gpus_per_pod != plan.tensor_parallel_size * plan.pipeline_parallel_size:
+    """Values for charts/vllm-inference from a Plan of any topology."""
+    if plan.gpus_per_pod != plan.tensor_parallel_size:
         raise VllmEksError(f"plan.gpus_per_pod {plan.gpus_per_pod} != tensor_parallel_size "
-                           f"{plan.tensor_parallel_size} x pipeline_parallel_size {plan.pipeline_parallel_size}")
-    if plan.pipeline_parallel_size != 1:
-        raise VllmEksError("single-node plans have pipeline_parallel_size 1, got "
+                           f"{plan.tensor_parallel_size}: one pod holds one tensor-parallel group")
+    if plan.nodes_per_replica != plan.pipeline_parallel_size:
+        raise VllmEksError(f"plan.nodes_per_replica {plan.nodes_per_replica} != pipeline_parallel_size "
+                           f"{plan.pipeline_parallel_size}: one pod per pipeline stage")
+    if plan.topology != "multi-node" and plan.pipeline_parallel_size != 1:
+        raise VllmEksError(f"{plan.topology} plans have pipeline_parallel_size 1, got "
+                           f"{plan.pipeline_parallel_size}")
+    if plan.topology == "multi-node" and plan.pipeline_parallel_size < 2:
+        raise VllmEksError("multi-node plans have pipeline_parallel_size >= 2, got "
                            f"{plan.pipeline_parallel_size}")
     memory = bytes_quantity(plan.memory_request_bytes)
     annotations: dict[str, str] = {}
     if options.iam_role_arn:
         annotations["eks.amazonaws.com/role-arn"] = options.iam_role_arn
-    return VllmInferenceValues(
-        topology="single-node",
+    kept = _take_chart_owned(plan, options)
+    values = VllmInferenceValues(
+        topology=plan.topology,
         replicas=plan.replicas,
         model=_model(plan, options),
         engine=Engine(tensor_parallel_size=plan.tensor_parallel_size,
-                      args=_take_chart_owned(plan, options)),
+                      pipeline_parallel_size=plan.pipeline_parallel_size, args=kept),
         gpu=Gpu(count=plan.gpus_per_pod),
+        efa=Efa(devices=plan.efa_devices_per_pod),
         resources=Resources(
             requests=ResourceList(cpu=cpu_quantity(plan.cpu_request_millicores), memory=memory,
                                   ephemeral_storage=bytes_quantity(plan.ephemeral_storage_bytes)),
@@ -425,6 +667,40 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
         drain=Drain(pre_stop_seconds=plan.prestop_seconds,
                     shutdown_timeout_seconds=plan.shutdown_timeout_seconds,
                     termination_grace_period_seconds=plan.termination_grace_period_seconds),
-        scheduling=Scheduling(pool=contract.pool_name(plan.instance), instance_type=plan.instance),
+        scheduling=Scheduling(pool=contract.pool_name(plan.instance), instance_type=plan.instance,
+                              zone=_zone(plan, options)),
         service_account=ServiceAccount(annotations=annotations),
     )
+    if plan.topology == "multi-node":
+        hw = _hardware(plan)
+        values.engine.args = _multi_node_args(plan, kept)
+        values.multi_node = MultiNode(group_size=plan.nodes_per_replica)
+        values.diagnostics = Diagnostics(
+            # A PCIe-only instance has no NVLink to check; the all-reduce check still runs.
+            gpu_topology=GpuTopologyCheck(enabled="nvlink" in hw.interconnect.lower()),
+            all_reduce=AllReduceCheck(expected_bus_bandwidth_g_bps=hw.network_mbps / 8000))
+    elif plan.topology == "ray-serve":
+        if plan.serve_autoscaling is None:
+            raise VllmEksError("plan.serve_autoscaling: a ray-serve plan needs Serve autoscaling bounds")
+        auto = plan.serve_autoscaling
+        values.engine.args = []
+        values.ray_serve = RayServe(
+            engine_kwargs=engine_kwargs(kept),
+            autoscaling=ServeAutoscaling(min_replicas=auto.min_replicas, max_replicas=auto.max_replicas,
+                                         target_ongoing_requests=auto.target_ongoing_requests),
+            workers=RayWorkers(replicas=auto.min_replicas * plan.nodes_per_replica,
+                               min_replicas=auto.min_replicas * plan.nodes_per_replica,
+                               max_replicas=auto.max_replicas * plan.nodes_per_replica))
+    elif plan.topology == "disaggregated":
+        if plan.prefill is None or plan.decode is None:
+            raise VllmEksError("plan.prefill / plan.decode: a disaggregated plan needs both pools")
+        values.engine.args = []
+        pools = {}
+        for pool in (plan.prefill, plan.decode):
+            pool_kept = _take_chart_owned(plan.model_copy(update={"engine_args": pool.engine_args}), options)
+            kwargs = engine_kwargs(pool_kept)
+            if "kv_transfer_config" not in kwargs:
+                raise VllmEksError(f"plan.{pool.role}.engine_args: --kv-transfer-config is required")
+            pools[pool.role] = Pool(replicas=pool.replicas, engine_kwargs=kwargs)
+        values.disaggregated = Disaggregated(**pools)
+    return values

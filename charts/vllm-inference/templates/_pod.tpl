@@ -1,0 +1,390 @@
+{{/*
+Pieces of the model-server pod shared by every topology (Deployment, LeaderWorkerSet leader and
+workers, Ray head and workers). Each helper renders a YAML fragment at column 0; callers indent it.
+*/}}
+
+{{/* Pod template labels: the chart labels plus podLabels. */}}
+{{- define "vllm-inference.podLabels" -}}
+{{ include "vllm-inference.labels" . }}
+{{- with .Values.podLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Pod template annotations (podAnnotations over annotations); may be empty. */}}
+{{- define "vllm-inference.podAnnotations" -}}
+{{- with merge (dict) .Values.podAnnotations .Values.annotations }}
+{{- toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Pod-level securityContext. */}}
+{{- define "vllm-inference.podSecurityContext" -}}
+seccompProfile:
+  type: RuntimeDefault
+{{- if .Values.securityContext.runAsNonRoot }}
+runAsNonRoot: true
+{{- end }}
+{{- range $key := list "runAsUser" "runAsGroup" "fsGroup" }}
+{{- if hasKey $.Values.securityContext $key }}
+{{ $key }}: {{ index $.Values.securityContext $key | int }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Container securityContext. EFA needs nothing here: the EFA device plugin mounts the
+/dev/infiniband devices, and the EKS AMIs run containers with an unlimited memlock limit
+(awslabs/amazon-eks-ami#595), so no IPC_LOCK capability and no privilege.
+*/}}
+{{- define "vllm-inference.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+privileged: false
+readOnlyRootFilesystem: {{ .Values.securityContext.readOnlyRootFilesystem }}
+capabilities:
+  drop:
+    - ALL
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/* nodeSelector: the gpu-infra pool, the instance type, the zone, then the user's entries. */}}
+{{- define "vllm-inference.nodeSelector" -}}
+{{- $v := .Values }}
+{{- $nodeSelector := dict }}
+{{- with $v.scheduling.pool }}
+{{- $_ := set $nodeSelector "vllm-eks.io/pool" . }}
+{{- end }}
+{{- with $v.scheduling.instanceType }}
+{{- $_ := set $nodeSelector "node.kubernetes.io/instance-type" . }}
+{{- end }}
+{{- with $v.scheduling.zone }}
+{{- $_ := set $nodeSelector "topology.kubernetes.io/zone" . }}
+{{- end }}
+{{- $nodeSelector = merge $nodeSelector $v.scheduling.nodeSelector }}
+{{- with $nodeSelector }}
+{{- toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* GPU nodes carry the nvidia.com/gpu taint (charts/gpu-infra NodePools, EKS GPU AMIs). */}}
+{{- define "vllm-inference.tolerations" -}}
+{{- $tolerations := list (dict "key" "nvidia.com/gpu" "operator" "Exists" "effect" "NoSchedule") }}
+{{- range .Values.scheduling.tolerations }}
+{{- $t := dict "operator" (.operator | default "Equal") }}
+{{- with .key }}{{ $_ := set $t "key" . }}{{ end }}
+{{- if and .value (ne (toString .operator) "Exists") }}{{ $_ := set $t "value" .value }}{{ end }}
+{{- with .effect }}{{ $_ := set $t "effect" . }}{{ end }}
+{{- if hasKey . "tolerationSeconds" }}{{ $_ := set $t "tolerationSeconds" (int .tolerationSeconds) }}{{ end }}
+{{- $tolerations = append $tolerations $t }}
+{{- end }}
+{{- toYaml $tolerations }}
+{{- end }}
+
+{{/* topologySpreadConstraints; a constraint without labelSelector counts this release's pods. */}}
+{{- define "vllm-inference.topologySpreadConstraints" -}}
+{{- $constraints := list }}
+{{- range .Values.scheduling.topologySpreadConstraints }}
+{{- $tsc := deepCopy . }}
+{{- if not (hasKey $tsc "labelSelector") }}
+{{- $_ := set $tsc "labelSelector" (dict "matchLabels" (include "vllm-inference.selectorLabels" $ | fromYaml)) }}
+{{- end }}
+{{- $constraints = append $constraints $tsc }}
+{{- end }}
+{{- with $constraints }}
+{{- toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+Scheduling and identity keys of every model-server pod spec (after `spec:`), root context.
+*/}}
+{{- define "vllm-inference.podSpecCommon" -}}
+{{- $v := .Values -}}
+serviceAccountName: {{ include "vllm-inference.serviceAccountName" . }}
+automountServiceAccountToken: {{ $v.serviceAccount.automountToken }}
+# Kubernetes would inject <SERVICE>_PORT variables; names starting with VLLM_ collide with
+# vLLM's own settings (docs.vllm.ai, "Environment Variables").
+enableServiceLinks: false
+terminationGracePeriodSeconds: {{ $v.drain.terminationGracePeriodSeconds | int }}
+{{- with $v.scheduling.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with $v.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  {{- include "vllm-inference.podSecurityContext" . | nindent 2 }}
+{{- with include "vllm-inference.nodeSelector" . }}
+nodeSelector:
+  {{- . | nindent 2 }}
+{{- end }}
+tolerations:
+  {{- include "vllm-inference.tolerations" . | nindent 2 }}
+{{- with $v.scheduling.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with include "vllm-inference.topologySpreadConstraints" . }}
+topologySpreadConstraints:
+  {{- . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+Environment of every model-server container: writable paths on volumes, the Hugging Face token
+from its Secret, the NCCL/libfabric settings of multi-node and EFA pods, then extraEnv.
+*/}}
+{{- define "vllm-inference.env" -}}
+{{- $v := .Values }}
+{{- $cache := include "vllm-inference.cacheRoot" . }}
+{{- $hfToken := $v.model.huggingface.tokenSecret -}}
+# Every path the server, Hugging Face, Triton, FlashInfer and torch write is on a
+# volume, so the root filesystem can stay read-only.
+- name: HOME
+  value: {{ $cache }}/home
+- name: HF_HOME
+  value: {{ $cache }}/huggingface
+- name: VLLM_CACHE_ROOT
+  value: {{ $cache }}/vllm
+- name: XDG_CACHE_HOME
+  value: {{ $cache }}/xdg
+- name: XDG_CONFIG_HOME
+  value: {{ $cache }}/config
+- name: TMPDIR
+  value: /tmp
+{{- if include "vllm-inference.useToken" . }}
+{{- if eq $hfToken.mountAs "file" }}
+# huggingface_hub reads the token file named by HF_TOKEN_PATH
+# (huggingface.co/docs/huggingface_hub/package_reference/environment_variables).
+- name: HF_TOKEN_PATH
+  value: /var/run/secrets/huggingface/token
+{{- else }}
+- name: HF_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ $hfToken.name }}
+      key: {{ $hfToken.key | quote }}
+{{- end }}
+{{- end }}
+{{- if include "vllm-inference.ncclEnv" . }}
+# NCCL/libfabric for aws-ofi-nccl >= 1.7 with libfabric >= 1.18: the plugin selects the efa
+# provider and GPUDirect RDMA itself (FI_PROVIDER, FI_EFA_USE_DEVICE_RDMA, FI_EFA_FORK_SAFE are
+# not needed: aws/aws-ofi-nccl doc/efa-env-var.md). NCCL's socket bootstrap must skip the EKS
+# Pod Identity link-local interface (aws-samples/aws-do-eks#54).
+- name: NCCL_SOCKET_IFNAME
+  value: {{ $v.nccl.socketIfname | quote }}
+{{- with $v.nccl.debug }}
+- name: NCCL_DEBUG
+  value: {{ . | quote }}
+{{- end }}
+{{- if and (gt (int $v.efa.devices) 0) (not $v.efa.hugepages2Mi) }}
+# The pod requests no hugepages, so libfabric must not try to use them.
+- name: FI_EFA_USE_HUGE_PAGE
+  value: "0"
+{{- end }}
+{{- end }}
+{{- with $v.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* "true" when the pod runs NCCL across nodes or has EFA interfaces. */}}
+{{- define "vllm-inference.ncclEnv" -}}
+{{- if or (eq .Values.topology "multi-node") (gt (int .Values.efa.devices) 0) }}true{{ end }}
+{{- end }}
+
+{{/* "true" when the Hugging Face token Secret is used. */}}
+{{- define "vllm-inference.useToken" -}}
+{{- if and (eq .Values.model.source "huggingface") .Values.model.huggingface.tokenSecret.name }}true{{ end }}
+{{- end }}
+
+{{/* requests/limits of a GPU pod: the values' CPU, memory, disk, GPUs and EFA interfaces. */}}
+{{- define "vllm-inference.gpuResources" -}}
+{{- $v := .Values }}
+{{- $r := $v.resources -}}
+requests:
+  {{- with $r.requests.cpu }}
+  cpu: {{ . | quote }}
+  {{- end }}
+  {{- with $r.requests.memory }}
+  memory: {{ . | quote }}
+  {{- end }}
+  {{- with $r.requests.ephemeralStorage }}
+  ephemeral-storage: {{ . | quote }}
+  {{- end }}
+  {{- with $v.efa.hugepages2Mi }}
+  hugepages-2Mi: {{ . | quote }}
+  {{- end }}
+limits:
+  nvidia.com/gpu: {{ $v.gpu.count | int }}
+  {{- if gt (int $v.efa.devices) 0 }}
+  vpc.amazonaws.com/efa: {{ $v.efa.devices | int }}
+  {{- end }}
+  {{- with $v.efa.hugepages2Mi }}
+  hugepages-2Mi: {{ . | quote }}
+  {{- end }}
+  {{- with $r.limits.cpu }}
+  cpu: {{ . | quote }}
+  {{- end }}
+  {{- with $r.limits.memory }}
+  memory: {{ . | quote }}
+  {{- end }}
+  {{- with $r.limits.ephemeralStorage }}
+  ephemeral-storage: {{ . | quote }}
+  {{- end }}
+{{- end }}
+
+{{/* volumeMounts of a model-server container. */}}
+{{- define "vllm-inference.volumeMounts" -}}
+{{- $v := .Values -}}
+- name: shm
+  mountPath: /dev/shm
+- name: cache
+  mountPath: {{ include "vllm-inference.cacheRoot" . }}
+- name: tmp
+  mountPath: /tmp
+{{- if and (include "vllm-inference.useToken" .) (eq $v.model.huggingface.tokenSecret.mountAs "file") }}
+- name: hf-token
+  mountPath: /var/run/secrets/huggingface
+  readOnly: true
+{{- end }}
+{{- if eq $v.model.source "pvc" }}
+- name: model
+  mountPath: {{ $v.model.pvc.mountPath }}
+  readOnly: {{ $v.model.pvc.readOnly }}
+  {{- with $v.model.pvc.subPath }}
+  subPath: {{ . }}
+  {{- end }}
+{{- end }}
+{{- if eq $v.topology "multi-node" }}
+- name: diagnostics
+  mountPath: {{ include "vllm-inference.diagnosticsPath" . }}
+  readOnly: true
+{{- end }}
+{{- with $v.extraVolumeMounts }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* volumes of a model-server pod. */}}
+{{- define "vllm-inference.volumes" -}}
+{{- $v := .Values }}
+{{- $hfToken := $v.model.huggingface.tokenSecret -}}
+- name: shm
+  emptyDir:
+    medium: Memory
+    sizeLimit: {{ $v.shm.sizeLimit | quote }}
+- name: cache
+  {{- if $v.cache.sizeLimit }}
+  emptyDir:
+    sizeLimit: {{ $v.cache.sizeLimit | quote }}
+  {{- else }}
+  emptyDir: {}
+  {{- end }}
+- name: tmp
+  emptyDir: {}
+{{- if and (include "vllm-inference.useToken" .) (eq $hfToken.mountAs "file") }}
+- name: hf-token
+  secret:
+    secretName: {{ $hfToken.name }}
+    defaultMode: 0444
+    items:
+      - key: {{ $hfToken.key | quote }}
+        path: token
+{{- end }}
+{{- if eq $v.model.source "pvc" }}
+- name: model
+  persistentVolumeClaim:
+    claimName: {{ $v.model.pvc.claimName }}
+    readOnly: {{ $v.model.pvc.readOnly }}
+{{- end }}
+{{- if eq $v.topology "multi-node" }}
+- name: diagnostics
+  configMap:
+    name: {{ include "vllm-inference.fullname" . }}-diagnostics
+    defaultMode: 0444
+{{- end }}
+{{- with $v.extraVolumes }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Where the diagnostics scripts (files/diagnostics) are mounted in multi-node pods. */}}
+{{- define "vllm-inference.diagnosticsPath" -}}
+/opt/vllm-eks/diagnostics
+{{- end }}
+
+{{/* The three probes of the vLLM server container (leader only in multi-node). */}}
+{{- define "vllm-inference.probes" -}}
+{{- $p := .Values.probes -}}
+startupProbe:
+  httpGet:
+    path: /health
+    port: http
+  periodSeconds: {{ $p.startup.periodSeconds | int }}
+  failureThreshold: {{ $p.startup.failureThreshold | int }}
+  timeoutSeconds: {{ $p.startup.timeoutSeconds | int }}
+readinessProbe:
+  httpGet:
+    path: /health
+    port: http
+  periodSeconds: {{ $p.readiness.periodSeconds | int }}
+  failureThreshold: {{ $p.readiness.failureThreshold | int }}
+  timeoutSeconds: {{ $p.readiness.timeoutSeconds | int }}
+livenessProbe:
+  httpGet:
+    path: /health
+    port: http
+  periodSeconds: {{ $p.liveness.periodSeconds | int }}
+  failureThreshold: {{ $p.liveness.failureThreshold | int }}
+  timeoutSeconds: {{ $p.liveness.timeoutSeconds | int }}
+{{- end }}
+
+{{/* preStop sleep, so endpoints stop routing before SIGTERM starts vLLM's own drain. */}}
+{{- define "vllm-inference.lifecycle" -}}
+{{- if gt (int .Values.drain.preStopSeconds) 0 -}}
+lifecycle:
+  # Endpoints drop the pod while it sleeps; then SIGTERM starts vLLM's own drain
+  # (--shutdown-timeout), all inside terminationGracePeriodSeconds.
+  preStop:
+    sleep:
+      seconds: {{ .Values.drain.preStopSeconds | int }}
+{{- end }}
+{{- end }}
+
+{{/*
+checkov skips shared by every model-server pod template, each with the reason it cannot pass
+with the chosen values. Returns a JSON list (fromJsonArray by the caller).
+*/}}
+{{- define "vllm-inference.serverCheckovSkips" -}}
+{{- $v := .Values }}
+{{- $skips := list }}
+{{- if not $v.image.digest }}
+{{- $skips = append $skips "CKV_K8S_43=the image is pinned by release tag (appVersion); set image.digest to pin by digest" }}
+{{- end }}
+{{- if ne $v.image.pullPolicy "Always" }}
+{{- $skips = append $skips "CKV_K8S_15=IfNotPresent on purpose: the vLLM image is ~10 GB and pinned, re-pulling on every start delays recovery; set image.pullPolicy Always to change" }}
+{{- end }}
+{{- if not $v.resources.limits.cpu }}
+{{- $skips = append $skips "CKV_K8S_11=no CPU limit on purpose: CFS throttling stalls vLLM's scheduler and tokenizer threads; the CPU request reserves the cores" }}
+{{- end }}
+{{- if not $v.securityContext.runAsNonRoot }}
+{{- $skips = append $skips "CKV_K8S_23=the upstream vllm/vllm-openai image runs as root; set securityContext.runAsNonRoot and runAsUser (see values.yaml)" }}
+{{- end }}
+{{- if lt (int (default 0 $v.securityContext.runAsUser)) 10000 }}
+{{- $skips = append $skips "CKV_K8S_40=the upstream image has no high-UID user; set securityContext.runAsUser to 10000 or more with runAsNonRoot" }}
+{{- end }}
+{{- if not $v.networkPolicy.enabled }}
+{{- $skips = append $skips "CKV2_K8S_6=networkPolicy.enabled is false: off by default so clients in other namespaces (gateway, Prometheus) are not cut off on install; enable it and list them in networkPolicy.allowedNamespaces" }}
+{{- end }}
+{{- $secretEnv := and (include "vllm-inference.useToken" .) (eq $v.model.huggingface.tokenSecret.mountAs "env") }}
+{{- range $v.extraEnv }}
+{{- if and .valueFrom (hasKey .valueFrom "secretKeyRef") }}{{ $secretEnv = true }}{{ end }}
+{{- end }}
+{{- if $secretEnv }}
+{{- $skips = append $skips "CKV_K8S_35=secret environment variables come only from existing Secrets via secretKeyRef, never literals (the validate helper rejects those); mount them as files (model.huggingface.tokenSecret.mountAs file, extraVolumes) to clear this" }}
+{{- end }}
+{{- toJson $skips }}
+{{- end }}
