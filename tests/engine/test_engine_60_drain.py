@@ -1,0 +1,139 @@
+"""Drain for real, on the served scenario, with the chart's own timings: Kubernetes runs the
+preStop hook (a sleep) when the pod is deleted, then sends SIGTERM, and kills the container
+at terminationGracePeriodSeconds counted from the deletion. Requests in flight at SIGTERM must
+finish within vLLM's --shutdown-timeout, new ones must be refused, and the process must exit
+before the grace period ends. Runs last: it stops the server."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+import urllib.error
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from tests.engine import scenarios as sc
+from tests.engine.report import REPORT
+from tests.engine.serving import METRICS_SCENARIO, prepare, server_key
+
+# How long each in-flight request should still run after SIGTERM, and how many run at once.
+TARGET_AFTER_SIGTERM_S = 6.0
+IN_FLIGHT = 3
+# Long requests start this long before SIGTERM (while the preStop sleep runs, as traffic does
+# until the endpoint removal has reached every proxy).
+START_BEFORE_SIGTERM_S = 3.0
+
+
+def prestop_seconds(container: dict[str, Any]) -> int:
+    hook = (container.get("lifecycle") or {}).get("preStop") or {}
+    if "sleep" in hook:
+        return int(hook["sleep"]["seconds"])
+    cmd = (hook.get("exec") or {}).get("command") or []
+    words = " ".join(cmd).replace(";", " ").split()
+    if "sleep" in words:
+        return int(float(words[words.index("sleep") + 1]))
+    raise AssertionError(f"container {container['name']}: no preStop sleep to honour: {hook}")
+
+
+@dataclass
+class Flight:
+    started: float
+    finished: float = 0.0
+    status: int = 0
+    tokens: int = 0
+    error: str = ""
+
+
+def _long_request(server, model: str, max_tokens: int, flight: Flight) -> None:
+    try:
+        status, body = server.request("POST", "/v1/completions", {
+            "model": model, "prompt": "Once upon a time", "max_tokens": max_tokens,
+            "ignore_eos": True, "temperature": 0}, timeout=300)
+        flight.status = status
+        if status == 200:
+            flight.tokens = body["usage"]["completion_tokens"]
+        else:
+            flight.error = str(body)[:300]
+    except OSError as err:
+        flight.error = repr(err)
+    flight.finished = time.monotonic()
+
+
+def _new_request(server, model: str) -> tuple[bool, str]:
+    """(refused?, what happened) for a fresh request after SIGTERM."""
+    try:
+        status, body = server.request("POST", "/v1/completions", {
+            "model": model, "prompt": "hello", "max_tokens": 4}, timeout=30)
+    except (urllib.error.URLError, ConnectionError, OSError) as err:
+        return True, f"connection failed: {err!r}"
+    return status != 200, f"HTTP {status}: {str(body)[:200]}"
+
+
+def test_drain_on_sigterm_after_prestop(rendered_scenarios, tiny_models, server_pool) -> None:
+    run = prepare(METRICS_SCENARIO, rendered_scenarios[METRICS_SCENARIO], tiny_models)
+    srv = server_pool.get(server_key(run), f"scenario-{METRICS_SCENARIO}", run.sub.args, run.sub.env,
+                          port=int(sc.flag_value(run.sub.args, "--port")))
+    server_pool.forget(srv)  # this test ends the server's life
+    pod = run.invocation.pod_spec
+    container = next(c for c in pod["containers"] if sc.container_serve_args(c) is not None)
+    prestop = prestop_seconds(container)
+    grace = int(pod.get("terminationGracePeriodSeconds", 30))
+    shutdown_timeout = int(sc.flag_value(run.sub.args, "--shutdown-timeout") or 0)
+    assert shutdown_timeout > 0, "--shutdown-timeout not rendered: vLLM would abort in-flight requests"
+    assert prestop + shutdown_timeout < grace, (prestop, shutdown_timeout, grace)
+    model = run.served_model_name
+    max_len = int(sc.flag_value(run.sub.args, "--max-model-len"))
+
+    # Calibrate: tokens per second of one request while IN_FLIGHT run together.
+    probes = [Flight(time.monotonic()) for _ in range(IN_FLIGHT)]
+    threads = [threading.Thread(target=_long_request, args=(srv, model, 128, f)) for f in probes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    rate = min(f.tokens / (f.finished - f.started) for f in probes if f.status == 200)
+    run_for = START_BEFORE_SIGTERM_S + TARGET_AFTER_SIGTERM_S
+    max_tokens = max(64, min(int(rate * run_for), max_len - 16))
+
+    # t0: the pod is deleted. preStop sleeps; the long requests arrive near its end.
+    t0 = time.monotonic()
+    time.sleep(max(0.0, prestop - START_BEFORE_SIGTERM_S))
+    flights = [Flight(time.monotonic()) for _ in range(IN_FLIGHT)]
+    threads = [threading.Thread(target=_long_request, args=(srv, model, max_tokens, f), daemon=True)
+               for f in flights]
+    for t in threads:
+        t.start()
+    time.sleep(max(0.0, t0 + prestop - time.monotonic()))
+    t_term = time.monotonic()
+    srv.signal(signal.SIGTERM)
+
+    # New requests after SIGTERM are refused.
+    time.sleep(0.5)
+    refusals = [_new_request(srv, model) for _ in range(3)]
+
+    for t in threads:
+        t.join(timeout=shutdown_timeout + 10)
+    code = srv.wait_exit(timeout=max(1.0, t0 + grace - time.monotonic()))
+    t_exit = time.monotonic()
+    if code is None:
+        srv.stop(grace=1)
+    REPORT.note(
+        f"drain: preStop {prestop} s, SIGTERM with {IN_FLIGHT} requests of {max_tokens} tokens in "
+        f"flight; they finished {max(f.finished for f in flights) - t_term:.1f} s after SIGTERM "
+        f"(--shutdown-timeout {shutdown_timeout} s); exit {code} at "
+        f"{t_exit - t0:.1f} s of {grace} s grace; new requests: {refusals[0][1]}")
+
+    still_running = [f for f in flights if f.finished and f.finished < t_term]
+    assert not still_running, (
+        f"{len(still_running)} long requests finished before SIGTERM: nothing was in flight "
+        f"(rate {rate:.0f} tok/s, {max_tokens} tokens)")
+    for f in flights:
+        assert f.status == 200 and f.tokens == max_tokens, f"in-flight request lost: {f}"
+        assert f.finished - t_term <= shutdown_timeout, f"finished after --shutdown-timeout: {f}"
+    assert all(refused for refused, _ in refusals), f"new requests served after SIGTERM: {refusals}"
+    assert code is not None, f"still running {grace} s after deletion (terminationGracePeriodSeconds)"
+    assert t_exit - t0 <= grace
+    assert code == 0, f"exit code {code}\n{srv.log_tail()}"
