@@ -23,6 +23,14 @@ from vllm_eks.values.vllm_inference import build_values
 
 pytestmark = pytest.mark.render
 
+# Per-topology consistency checks live next to each topology's render tests.
+from tests.render.test_vllm_inference_disagg import assert_disaggregated_matches_plan  # noqa: E402
+from tests.render.test_vllm_inference_multinode import assert_multinode_matches_plan  # noqa: E402
+from tests.render.test_vllm_inference_rayserve import assert_rayserve_matches_plan  # noqa: E402
+
+CHECKS = {"multi-node": assert_multinode_matches_plan, "ray-serve": assert_rayserve_matches_plan,
+          "disaggregated": assert_disaggregated_matches_plan}
+
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "vllm-inference"
 SCENARIOS = sorted(p.parent for p in (ROOT / "values").glob("*/plan.json")
@@ -92,10 +100,12 @@ def test_committed_scenarios_exist() -> None:
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
 def test_committed_scenario_matches_its_plan(scenario: Path, helm_version: str) -> None:
     plan = Plan.model_validate(json.loads((scenario / "plan.json").read_text()))
-    assert plan.topology == "single-node", (
-        f"{scenario.name}: topology {plan.topology}: extend assert_matches_plan for it")
     objects = helm.render(CHART, [scenario / "vllm-inference.yaml"], helm=helm_version, namespace="llm")
-    assert_matches_plan(objects, plan)
+    if plan.topology == "single-node":
+        assert_matches_plan(objects, plan)
+    else:
+        gpu_infra = yaml.safe_load((scenario / "gpu-infra.yaml").read_text())
+        CHECKS[plan.topology](objects, plan, gpu_infra)
 
 
 @pytest.fixture(scope="module")

@@ -51,6 +51,21 @@ def values_of(values_file: Path) -> dict[str, Any]:
     return merge(yaml.safe_load((CHART / "values.yaml").read_text()), yaml.safe_load(values_file.read_text()) or {})
 
 
+def pod_templates(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every pod spec an object carries (Deployment, LeaderWorkerSet leader/worker, Ray groups, Pod)."""
+    spec = obj.get("spec", {})
+    if obj["kind"] == "Pod":
+        return [spec]
+    if obj["kind"] == "LeaderWorkerSet":
+        lwt = spec["leaderWorkerTemplate"]
+        return [lwt["leaderTemplate"]["spec"], lwt["workerTemplate"]["spec"]]
+    if obj["kind"] == "RayService":
+        cluster = spec["rayClusterConfig"]
+        return [cluster["headGroupSpec"]["template"]["spec"]] + [
+            g["template"]["spec"] for g in cluster["workerGroupSpecs"]]
+    return [spec["template"]["spec"]] if "template" in spec else []
+
+
 def one(objects: list[dict[str, Any]], kind: str, component: str | None = None) -> dict[str, Any]:
     found = [o for o in objects if o["kind"] == kind and (
         component is None or o["metadata"]["labels"].get("app.kubernetes.io/component") == component)]
@@ -64,6 +79,11 @@ def server(objects: list[dict[str, Any]]) -> dict[str, Any]:
 
 ids = [f.stem for f in CI_FILES]
 all_ids = ids + [f"values/{f.parent.name}" for f in SCENARIO_FILES]
+SINGLE_NODE_CI = [f for f in CI_FILES if values_of(f)["topology"] == "single-node"]
+single_ids = [f.stem for f in SINGLE_NODE_CI]
+# The object that runs the model copies, per topology.
+WORKLOAD = {"single-node": "Deployment", "multi-node": "LeaderWorkerSet", "ray-serve": "RayService",
+            "disaggregated": "RayService"}
 
 
 # ------------------------------------------------------------------- render, lint, validate
@@ -85,7 +105,10 @@ def test_every_object_valid_for_every_kubernetes_minor(values_file: Path, helm_v
                                                        crd_registry) -> None:
     objects = rendered(values_file, helm_version)
     kinds = {o["kind"] for o in objects}
-    assert {"Deployment", "Service"} <= kinds
+    topology = values_of(values_file)["topology"]
+    assert WORKLOAD[topology] in kinds
+    # ray-serve / disaggregated: KubeRay creates the Services of the RayService.
+    assert ("Service" in kinds) == (topology in ("single-node", "multi-node"))
     for kube_version in KUBE_VERSIONS:
         report = validate_all(objects, crd_registry, kube_version)
         assert report.total == len(objects)
@@ -130,7 +153,7 @@ def test_hardened_scenario_needs_only_the_test_pod_skips() -> None:
 
 # ------------------------------------------------------------------- labels, names, ports
 
-@pytest.mark.parametrize("values_file", CI_FILES, ids=ids)
+@pytest.mark.parametrize("values_file", SINGLE_NODE_CI, ids=single_ids)
 def test_labels_and_selectors(values_file: Path) -> None:
     objects = rendered(values_file)
     v = values_of(values_file)
@@ -158,7 +181,7 @@ def test_labels_and_selectors(values_file: Path) -> None:
             assert not selector.items() <= obj["metadata"]["labels"].items()
 
 
-@pytest.mark.parametrize("values_file", CI_FILES, ids=ids)
+@pytest.mark.parametrize("values_file", SINGLE_NODE_CI, ids=single_ids)
 def test_service_port_contract(values_file: Path) -> None:
     objects = rendered(values_file)
     v = values_of(values_file)
@@ -182,7 +205,7 @@ def test_default_names_are_stable() -> None:
 
 # ------------------------------------------------------------------- the pod
 
-@pytest.mark.parametrize("values_file", CI_FILES, ids=ids)
+@pytest.mark.parametrize("values_file", SINGLE_NODE_CI, ids=single_ids)
 def test_gpus_scheduling_and_args(values_file: Path) -> None:
     objects = rendered(values_file)
     v = values_of(values_file)
@@ -208,7 +231,7 @@ def test_gpus_scheduling_and_args(values_file: Path) -> None:
     assert pod["automountServiceAccountToken"] is False
 
 
-@pytest.mark.parametrize("values_file", CI_FILES, ids=ids)
+@pytest.mark.parametrize("values_file", SINGLE_NODE_CI, ids=single_ids)
 def test_probes_drain_and_shm(values_file: Path) -> None:
     objects = rendered(values_file)
     v = values_of(values_file)
@@ -229,7 +252,7 @@ def test_probes_drain_and_shm(values_file: Path) -> None:
     assert {"name": "shm", "mountPath": "/dev/shm"} in c["volumeMounts"]
 
 
-@pytest.mark.parametrize("values_file", CI_FILES, ids=ids)
+@pytest.mark.parametrize("values_file", SINGLE_NODE_CI, ids=single_ids)
 def test_security_context_and_writable_paths_on_volumes(values_file: Path) -> None:
     objects = rendered(values_file)
     pod = one(objects, "Deployment")["spec"]["template"]["spec"]
@@ -340,16 +363,20 @@ def test_pass_through_keys() -> None:
 def test_helm_test_pod_reads_the_served_name(values_file: Path) -> None:
     objects = rendered(values_file)
     v = values_of(values_file)
-    pod = one(objects, "Pod")
+    (pod,) = [o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"].endswith("-test")]
     assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
     env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
     served = v["model"]["servedModelName"] or v["model"]["name"]
     assert env["SERVED_MODEL"] == served
     body = json.loads(env["BODY"])
     assert body["model"] == served and body["max_tokens"] == v["test"]["maxTokens"]
-    service = one(objects, "Service")
-    assert env["BASE_URL"] == (f"http://{service['metadata']['name']}.{NAMESPACE}.svc:"
-                               f"{service['spec']['ports'][0]['port']}")
+    if v["topology"] in ("single-node", "multi-node"):
+        service = one(objects, "Service")
+        assert env["BASE_URL"] == (f"http://{service['metadata']['name']}.{NAMESPACE}.svc:"
+                                   f"{service['spec']['ports'][0]['port']}")
+    else:  # the Serve Service KubeRay creates for the RayService, on the Serve port
+        rayservice = one(objects, "RayService")
+        assert env["BASE_URL"] == f"http://{rayservice['metadata']['name']}-serve-svc.{NAMESPACE}.svc:8000"
     script = pod["spec"]["containers"][0]["command"][-1]
     assert "/v1/models" in script and "/v1/completions" in script
     assert pod["spec"]["restartPolicy"] == "Never"
@@ -364,8 +391,7 @@ def test_no_secret_value_in_rendered_output(values_file: Path) -> None:
     objects = helm.load_documents(text)
     assert "Secret" not in {o["kind"] for o in objects}, "the chart never renders a Secret"
     for o in objects:
-        containers = (o.get("spec", {}).get("template", {}).get("spec", {}).get("containers")
-                      or o.get("spec", {}).get("containers") or [])
+        containers = [c for t in pod_templates(o) for c in t.get("containers", [])]
         for c in containers:
             for e in c.get("env", []):
                 if re.search(r"TOKEN|SECRET|PASSWORD|API_KEY", e["name"]) and not e["name"].endswith("_PATH"):

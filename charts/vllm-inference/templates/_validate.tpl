@@ -37,6 +37,9 @@ when a user skips schema validation (helm --skip-schema-validation).
 {{- $errors = append $errors (printf "engine.%s: not used by topology %s (Ray Serve takes engine keyword arguments: %s)" $key $topology (ternary "rayServe.engineKwargs" "disaggregated.*.engineKwargs" (eq $topology "ray-serve"))) }}
 {{- end }}
 {{- end }}
+{{- if eq (toString $v.model.source) "s3" }}
+{{- $errors = append $errors (printf "model.source: s3 (runai_streamer) is rendered only for single-node and multi-node; with %s use huggingface or pvc" $topology) }}
+{{- end }}
 {{- $kwargSets := dict }}
 {{- if eq $topology "ray-serve" }}
 {{- $_ := set $kwargSets "rayServe.engineKwargs" $v.rayServe.engineKwargs }}

@@ -1,0 +1,285 @@
+"""charts/vllm-inference topology multi-node: the LeaderWorkerSet, its Service, EFA and NCCL
+settings and the diagnostics helm tests, for the ci file and for planner-made and committed Plans
+(Helm 3 and Helm 4). Strict validation of every object runs in test_vllm_inference_render.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.harness import helm
+from vllm_eks import contract
+from vllm_eks.emit import values_document
+from vllm_eks.hardware import instance_catalog
+from vllm_eks.plan import Plan
+from vllm_eks.values.engine_args import as_dict, parse_args
+from vllm_eks.values.options import ValuesOptions
+from vllm_eks.values.quantity import parse_quantity
+from vllm_eks.values.vllm_inference import NCCL_SOCKET_IFNAME, build_values
+
+pytestmark = pytest.mark.render
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "vllm-inference"
+CI = CHART / "ci" / "07-multi-node-lws-values.yaml"
+NAMESPACE = "llm"
+# The seeds' settings for the old aws-ofi-nccl; current plugins choose the provider themselves.
+OUTDATED_ENV = {"FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE", "RDMAV_FORK_SAFE", "NCCL_PROTO"}
+PLANNED = [("llama-3.1-405b-instruct", "p5.48xlarge"), ("deepseek-v3", "p5.48xlarge")]
+
+
+def lws_of(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    (lws,) = [o for o in objects if o["kind"] == "LeaderWorkerSet"]
+    return lws
+
+
+def templates(lws: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    lwt = lws["spec"]["leaderWorkerTemplate"]
+    return lwt["leaderTemplate"], lwt["workerTemplate"]
+
+
+def env_of(container: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env", [])}
+
+
+def assert_multinode_matches_plan(objects: list[dict[str, Any]], plan: Plan,
+                                  gpu_infra: dict[str, Any] | None = None) -> None:
+    """The rendered LeaderWorkerSet is the Plan: group size x GPUs per pod = TP x PP, EFA per pod
+    = the instance's maximum, leader args carry TP, PP and the Ray executor, only leaders behind
+    the Service, the whole group in one zone (the zone of the gpu-infra pool when given)."""
+    assert plan.topology == "multi-node"
+    lws = lws_of(objects)
+    spec = lws["spec"]
+    lwt = spec["leaderWorkerTemplate"]
+    leader, worker = templates(lws)
+    (lc,) = leader["spec"]["containers"]
+    (wc,) = worker["spec"]["containers"]
+    assert spec["replicas"] == plan.replicas
+    assert lwt["size"] == plan.nodes_per_replica == plan.pipeline_parallel_size
+    assert lwt["restartPolicy"] == "RecreateGroupOnPodRestart"
+    assert spec["startupPolicy"] == "LeaderCreated"
+
+    # GPUs: size x GPUs per pod = TP x PP
+    for c in (lc, wc):
+        assert c["resources"]["limits"][contract.GPU_RESOURCE] == plan.gpus_per_pod
+    assert lwt["size"] * plan.gpus_per_pod == plan.tensor_parallel_size * plan.pipeline_parallel_size
+
+    # EFA: the instance's maximum on every pod
+    efa_max = instance_catalog()[plan.instance].efa_max
+    assert plan.efa_devices_per_pod == efa_max
+    for c in (lc, wc):
+        assert c["resources"]["limits"].get(contract.EFA_RESOURCE, 0) == efa_max
+
+    # leader args: the model, TP, PP, the Ray executor and every other Plan argument
+    args = as_dict(parse_args(lc["args"]))
+    assert lc["args"][0] == plan.model_source
+    assert args["--tensor-parallel-size"] == str(plan.tensor_parallel_size)
+    assert args["--pipeline-parallel-size"] == str(plan.pipeline_parallel_size)
+    assert args["--distributed-executor-backend"] == "ray"
+    for flag, value in as_dict(parse_args(plan.engine_args)).items():
+        assert args.get(flag, "<absent>") == value, flag
+    script = lc["command"][2]
+    group_gpus = plan.nodes_per_replica * plan.gpus_per_pod
+    assert "ray start --head --port=6379" in script
+    assert f'>= {group_gpus} else 1' in script, "the leader waits for the whole group's GPUs"
+    assert script.rstrip().endswith('"$@"') and "exec 'vllm' 'serve'" in script
+    assert 'ray start --address="$LWS_LEADER_ADDRESS:6379"' in wc["command"][2]
+
+    # probes on the leader only
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert lc[probe]["httpGet"] == {"path": contract.HEALTH_PATH, "port": contract.SERVING_PORT_NAME}
+        assert probe not in wc
+    start = lc["startupProbe"]
+    assert plan.startup_probe_seconds <= start["failureThreshold"] * start["periodSeconds"]
+
+    # only leaders behind the Service
+    (service,) = [o for o in objects if o["kind"] == "Service"]
+    selector = service["spec"]["selector"]
+    assert selector[contract.LWS_WORKER_INDEX_LABEL] == "0"
+    assert service["metadata"]["name"] != lws["metadata"]["name"], "LWS owns a headless Service of its own name"
+    for t in (leader, worker):
+        labels = t["metadata"]["labels"]
+        assert {k: v for k, v in selector.items() if k != contract.LWS_WORKER_INDEX_LABEL}.items() <= labels.items()
+        assert contract.LWS_WORKER_INDEX_LABEL not in labels, "the LWS controller sets the index"
+
+    # the whole group in one zone, on the instance's pool
+    zones = {t["spec"]["nodeSelector"][contract.ZONE_LABEL] for t in (leader, worker)}
+    assert len(zones) == 1
+    for t in (leader, worker):
+        sel = t["spec"]["nodeSelector"]
+        assert sel[contract.POOL_LABEL] == contract.pool_name(plan.instance)
+        assert sel[contract.INSTANCE_TYPE_LABEL] == plan.instance
+    if gpu_infra is not None:
+        (pool,) = [p for p in gpu_infra["pools"] if p["name"] == contract.pool_name(plan.instance)]
+        assert pool["zones"] == sorted(zones)
+
+    # pod sizing and drain as single-node
+    for t, c in ((leader, lc), (worker, wc)):
+        shm = next(v for v in t["spec"]["volumes"] if v["name"] == "shm")["emptyDir"]
+        assert parse_quantity(shm["sizeLimit"]) == plan.shm_size_bytes
+        assert parse_quantity(c["resources"]["requests"]["memory"]) == plan.memory_request_bytes
+        assert t["spec"]["terminationGracePeriodSeconds"] == plan.termination_grace_period_seconds
+
+    # NCCL: current aws-ofi-nccl, Pod Identity interface excluded
+    for c in (lc, wc):
+        env = env_of(c)
+        assert env["NCCL_SOCKET_IFNAME"] == NCCL_SOCKET_IFNAME and "pod-id-link0" in env["NCCL_SOCKET_IFNAME"]
+        assert not OUTDATED_ENV & set(env)
+
+    # diagnostics: expected all-reduce figure is the instance's network rating
+    hw = instance_catalog()[plan.instance]
+    pods = [o for o in objects if o["kind"] == "Pod" and "allreduce" in o["metadata"]["name"]]
+    if pods:
+        cmd = pods[0]["spec"]["containers"][0]["command"]
+        assert float(cmd[cmd.index("--expected-gbps") + 1]) == hw.network_mbps / 8000
+
+
+def render(values_file: Path, helm_version: str = "helm4", **kwargs: Any) -> list[dict[str, Any]]:
+    return helm.render(CHART, [values_file], helm=helm_version, namespace=NAMESPACE, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Plan, Path]]:
+    from vllm_eks.planner import make_plan
+    from vllm_eks.request import PlanRequest
+
+    out = {}
+    folder = tmp_path_factory.mktemp("multinode")
+    for model, instance in PLANNED:
+        plan = make_plan(PlanRequest(model=model, instance=instance))
+        path = folder / f"{model}.yaml"
+        values = build_values(plan, ValuesOptions(zone="us-west-2b"))
+        path.write_text(yaml.safe_dump(values_document(values), sort_keys=False))
+        out[model] = (plan, path)
+    return out
+
+
+@pytest.mark.parametrize("model", [m for m, _ in PLANNED])
+def test_planned_multinode_values_render_the_plan(model: str, planned, helm_version: str) -> None:
+    plan, path = planned[model]
+    assert plan.topology == "multi-node" and plan.pipeline_parallel_size == 2
+    assert_multinode_matches_plan(render(path, helm_version), plan)
+
+
+def test_builder_requires_a_zone_for_efa() -> None:
+    from vllm_eks.errors import VllmEksError
+    from vllm_eks.planner import make_plan
+    from vllm_eks.request import PlanRequest
+
+    plan = make_plan(PlanRequest(model="llama-3.1-405b-instruct", instance="p5.48xlarge"))
+    with pytest.raises(VllmEksError, match="--zone"):
+        build_values(plan, ValuesOptions())
+
+
+def test_ci_leader_worker_contract() -> None:
+    objects = render(CI)
+    lws = lws_of(objects)
+    leader, worker = templates(lws)
+    (lc,) = leader["spec"]["containers"]
+    (wc,) = worker["spec"]["containers"]
+    assert lws["spec"]["replicas"] == 2 and lws["spec"]["leaderWorkerTemplate"]["size"] == 2
+    assert lws["spec"]["rolloutStrategy"] == {"type": "RollingUpdate", "rollingUpdateConfiguration": {
+        "maxSurge": 0, "maxUnavailable": 1}}
+    assert lc["image"] == wc["image"] == "111122223333.dkr.ecr.us-east-1.amazonaws.com/vllm-openai-efa:v0.32.0-efa1.43.1"
+    assert {p["name"] for p in lc["ports"]} == {"http", "ray-gcs"} and "ports" not in wc
+    assert env_of(lc)["NCCL_DEBUG"] == "INFO"
+    assert env_of(lc)["FI_EFA_USE_HUGE_PAGE"] == "0", "no hugepages requested: libfabric must not use them"
+    for c in (lc, wc):
+        sc = c["securityContext"]
+        assert sc["capabilities"] == {"drop": ["ALL"]} and sc["privileged"] is False
+    args = as_dict(parse_args(lc["args"]))
+    assert args["--max-model-len"] == "32768"
+
+
+def test_hugepages_value_requests_them_and_keeps_libfabric_on_them(tmp_path: Path) -> None:
+    extra = tmp_path / "hp.yaml"
+    extra.write_text("efa:\n  hugepages2Mi: 5Gi\n")
+    objects = helm.render(CHART, [CI, extra], namespace=NAMESPACE)
+    leader, _ = templates(lws_of(objects))
+    (c,) = leader["spec"]["containers"]
+    assert c["resources"]["requests"]["hugepages-2Mi"] == c["resources"]["limits"]["hugepages-2Mi"] == "5Gi"
+    assert "FI_EFA_USE_HUGE_PAGE" not in env_of(c)
+
+
+def test_exclusive_topology_annotation(tmp_path: Path) -> None:
+    extra = tmp_path / "ex.yaml"
+    extra.write_text("multiNode:\n  exclusiveTopology: topology.k8s.aws/network-node-layer-3\n")
+    lws = lws_of(helm.render(CHART, [CI, extra], namespace=NAMESPACE))
+    assert lws["metadata"]["annotations"]["leaderworkerset.sigs.k8s.io/exclusive-topology"] == \
+        "topology.k8s.aws/network-node-layer-3"
+    assert "annotations" not in lws_of(render(CI))["metadata"]
+
+
+def test_pdb_and_network_policy_cover_the_group() -> None:
+    objects = render(CI)
+    leader, worker = templates(lws_of(objects))
+    (pdb,) = [o for o in objects if o["kind"] == "PodDisruptionBudget"]
+    for t in (leader, worker):
+        assert pdb["spec"]["selector"]["matchLabels"].items() <= t["metadata"]["labels"].items()
+    (policy,) = [o for o in objects if o["kind"] == "NetworkPolicy"]
+    intra = policy["spec"]["ingress"][0]
+    assert "ports" not in intra, "Ray and NCCL use dynamic ports inside the group"
+    assert intra["from"][0]["podSelector"]["matchLabels"] == pdb["spec"]["selector"]["matchLabels"]
+
+
+def test_diagnostics_tests_exec_into_every_group_pod() -> None:
+    objects = render(CI)
+    lws = lws_of(objects)
+    name = lws["metadata"]["name"]
+    expected_pods = {f"{name}-0", f"{name}-0-1", f"{name}-1", f"{name}-1-1"}
+    (cm,) = [o for o in objects if o["kind"] == "ConfigMap"]
+    for script in ("gpu_topology.py", "allreduce.py"):
+        assert cm["data"][script] == (CHART / "files" / "diagnostics" / script).read_text()
+    leader, worker = templates(lws)
+    for t in (leader, worker):
+        (mount,) = [m for m in t["spec"]["containers"][0]["volumeMounts"] if m["name"] == "diagnostics"]
+        assert mount["readOnly"] is True
+        (vol,) = [v for v in t["spec"]["volumes"] if v["name"] == "diagnostics"]
+        assert vol["configMap"]["name"] == cm["metadata"]["name"]
+    pods = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Pod" and "-test-" in o["metadata"]["name"]}
+    assert set(pods) == {f"{name}-test-gpu-topology", f"{name}-test-allreduce"}
+    for pod in pods.values():
+        assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+        targets = {c["command"][c["command"].index("--") - 1] for c in pod["spec"]["containers"]}
+        assert targets == expected_pods
+        for c in pod["spec"]["containers"]:
+            assert c["command"][:2] == ["kubectl", "exec"] and "--container=vllm" in c["command"]
+    topo_cmd = pods[f"{name}-test-gpu-topology"]["spec"]["containers"][0]["command"]
+    assert topo_cmd[-2:] == ["--tp", "8"]
+    ar = pods[f"{name}-test-allreduce"]["spec"]["containers"][0]["command"]
+    assert ar[ar.index("--expected-gbps") + 1] == "400" and ar[ar.index("--min-fraction") + 1] == "0.25"
+    role = next(o for o in objects if o["kind"] == "Role")
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+                             {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]}]
+    assert all(o["metadata"]["annotations"]["helm.sh/hook"] == "test"
+               for o in objects if o["kind"] in ("Role", "RoleBinding") or
+               (o["kind"] == "ServiceAccount" and o["metadata"]["name"].endswith("-diagnostics")))
+
+
+def test_gpu_topology_check_off_on_pcie_instances() -> None:
+    from vllm_eks.planner import make_plan
+    from vllm_eks.request import PlanRequest
+
+    plan = make_plan(PlanRequest(model="llama-3.1-70b-instruct", instance="g5.12xlarge",
+                                 pipeline_parallel_size=2))
+    assert plan.topology == "multi-node"
+    values = build_values(plan, ValuesOptions(zone="us-east-1a"))
+    assert values.diagnostics.gpu_topology.enabled is False  # A10G: PCIe only, nothing to check
+    assert values.diagnostics.all_reduce.enabled is True
+    assert values.diagnostics.all_reduce.expected_bus_bandwidth_g_bps == 40000 / 8000
+
+
+def test_single_node_pp_plan_args_stay_rejected() -> None:
+    """A multi-node value set must not leak into single-node: PP > 1 there is an error."""
+    with pytest.raises(helm.HelmError, match="engine.pipelineParallelSize"):
+        helm.render(CHART, [CI], namespace=NAMESPACE, set_values={"topology": "single-node"})
+
+
+def test_committed_lws_scenarios_exist() -> None:
+    names = [p.parent.name for p in (ROOT / "values").glob("*/plan.json")
+             if json.loads(p.read_text())["topology"] == "multi-node"]
+    assert {"llama-3.1-405b-p5-48xlarge-lws", "deepseek-v3-p5-48xlarge-lws"} <= set(names)

@@ -1,0 +1,148 @@
+"""charts/vllm-inference topology ray-serve: the KubeRay RayService (head without GPUs, GPU
+worker group sized for Serve's maximum, Ray Serve LLM app with the Plan's engine kwargs and
+autoscaling), for the ci file and for planner-made and committed Plans (Helm 3 and Helm 4)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.harness import helm
+from vllm_eks import contract
+from vllm_eks.emit import values_document
+from vllm_eks.plan import Plan
+from vllm_eks.values.options import ValuesOptions
+from vllm_eks.values.vllm_inference import RAY_IMAGE_TAG, RAY_VERSION, build_values, engine_kwargs
+
+pytestmark = pytest.mark.render
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "vllm-inference"
+CI = CHART / "ci" / "08-ray-serve-values.yaml"
+NAMESPACE = "llm"
+CRD = Path(__file__).resolve().parents[3] / "shared" / "crds" / "ray.io_rayservices.yaml"
+
+
+def rayservice(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    (rs,) = [o for o in objects if o["kind"] == "RayService"]
+    return rs
+
+
+def serve_app(rs: dict[str, Any]) -> dict[str, Any]:
+    (app,) = yaml.safe_load(rs["spec"]["serveConfigV2"])["applications"]
+    return app
+
+
+def head_and_groups(rs: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    cluster = rs["spec"]["rayClusterConfig"]
+    return cluster["headGroupSpec"], cluster["workerGroupSpecs"]
+
+
+def assert_head_runs_no_model(head: dict[str, Any]) -> None:
+    assert head["rayStartParams"]["num-gpus"] == "0"
+    spec = head["template"]["spec"]
+    (c,) = spec["containers"]
+    assert contract.GPU_RESOURCE not in c["resources"].get("limits", {})
+    assert contract.POOL_LABEL not in spec.get("nodeSelector", {}), "the head stays off the GPU pool"
+    assert "app.kubernetes.io/instance" in head["template"]["metadata"]["labels"]
+    assert {p["name"] for p in c["ports"]} >= {"gcs", "dashboard", "serve", "metrics"}
+
+
+def assert_rayserve_matches_plan(objects: list[dict[str, Any]], plan: Plan,
+                                 gpu_infra: dict[str, Any] | None = None) -> None:
+    assert plan.topology == "ray-serve" and plan.serve_autoscaling is not None
+    rs = rayservice(objects)
+    head, groups = head_and_groups(rs)
+    assert_head_runs_no_model(head)
+    (group,) = groups
+    auto = plan.serve_autoscaling
+    assert group["minReplicas"] == auto.min_replicas * plan.nodes_per_replica
+    assert group["maxReplicas"] == auto.max_replicas * plan.nodes_per_replica
+    assert group["minReplicas"] <= group["replicas"] <= group["maxReplicas"]
+    assert rs["spec"]["rayClusterConfig"]["enableInTreeAutoscaling"] is True
+    (c,) = group["template"]["spec"]["containers"]
+    assert c["resources"]["limits"][contract.GPU_RESOURCE] == plan.gpus_per_pod
+    assert group["template"]["spec"]["nodeSelector"][contract.POOL_LABEL] == contract.pool_name(plan.instance)
+    app = serve_app(rs)
+    assert app["import_path"] == "ray.serve.llm:build_openai_app"
+    (llm,) = app["args"]["llm_configs"]
+    assert llm["model_loading_config"] == {"model_id": plan.served_model_name, "model_source": plan.model_source}
+    kwargs = llm["engine_kwargs"]
+    assert kwargs["tensor_parallel_size"] == plan.tensor_parallel_size
+    assert kwargs["pipeline_parallel_size"] == plan.pipeline_parallel_size == 1
+    for key, value in engine_kwargs(plan.engine_args).items():
+        assert kwargs[key] == value, key
+    assert kwargs["max_model_len"] == plan.max_model_len and kwargs["max_num_seqs"] == plan.max_num_seqs
+    assert llm["deployment_config"]["autoscaling_config"] == {
+        "min_replicas": auto.min_replicas, "max_replicas": auto.max_replicas,
+        "target_ongoing_requests": auto.target_ongoing_requests}
+    assert llm["deployment_config"]["graceful_shutdown_timeout_s"] == plan.shutdown_timeout_seconds
+
+
+def test_engine_kwargs_translation() -> None:
+    assert engine_kwargs(["--served-model-name", "x", "--tensor-parallel-size", "4", "--max-model-len", "4096",
+                          "--gpu-memory-utilization", "0.9", "--enable-prefix-caching", "--no-enable-chunked-prefill",
+                          "--dtype", "bfloat16", "--shutdown-timeout", "60", "--port", "8000",
+                          "--kv-transfer-config", '{"kv_connector":"NixlConnector"}']) == {
+        "max_model_len": 4096, "gpu_memory_utilization": 0.9, "enable_prefix_caching": True,
+        "enable_chunked_prefill": False, "dtype": "bfloat16", "kv_transfer_config": {"kv_connector": "NixlConnector"}}
+
+
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Plan, Path]:
+    from vllm_eks.planner import make_plan
+    from vllm_eks.request import PlanRequest
+
+    plan = make_plan(PlanRequest(model="llama-3.1-70b-instruct", instance="g6e.12xlarge", topology="ray-serve"))
+    path = tmp_path_factory.mktemp("rayserve") / "values.yaml"
+    path.write_text(yaml.safe_dump(values_document(build_values(plan, ValuesOptions())), sort_keys=False))
+    return plan, path
+
+
+def test_planned_rayservice_renders_the_plan(planned, helm_version: str) -> None:
+    plan, path = planned
+    assert_rayserve_matches_plan(helm.render(CHART, [path], helm=helm_version, namespace=NAMESPACE), plan)
+
+
+def test_ci_rayservice() -> None:
+    objects = helm.render(CHART, [CI], namespace=NAMESPACE)
+    rs = rayservice(objects)
+    head, (group,) = head_and_groups(rs)
+    assert_head_runs_no_model(head)
+    assert head["template"]["spec"]["nodeSelector"] == {"karpenter.sh/capacity-type": "on-demand"}
+    assert rs["spec"]["rayClusterConfig"]["rayVersion"] == RAY_VERSION
+    for c in [head["template"]["spec"]["containers"][0], group["template"]["spec"]["containers"][0]]:
+        assert c["image"] == f"rayproject/ray-llm:{RAY_IMAGE_TAG}"
+        assert RAY_IMAGE_TAG.startswith(RAY_VERSION)
+        env = {e["name"]: e for e in c["env"]}
+        assert "HF_TOKEN" not in env and env["HF_TOKEN_PATH"]["value"] == "/var/run/secrets/huggingface/token"
+    (llm,) = serve_app(rs)["args"]["llm_configs"]
+    assert llm["model_loading_config"]["model_id"] == "llama-70b"
+    assert llm["engine_kwargs"]["max_num_seqs"] == 24 and llm["engine_kwargs"]["tensor_parallel_size"] == 4
+    assert group["maxReplicas"] == 2 and group["template"]["spec"]["containers"][0]["ports"] == [
+        {"name": "metrics", "containerPort": 8080, "protocol": "TCP"}]
+    assert not [o for o in objects if o["kind"] in ("Service", "Deployment", "LeaderWorkerSet")]
+    (test_pod,) = [o for o in objects if o["kind"] == "Pod"]
+    env = {e["name"]: e["value"] for e in test_pod["spec"]["containers"][0]["env"]}
+    assert env["BASE_URL"] == f"http://{rs['metadata']['name']}-serve-svc.{NAMESPACE}.svc:8000"
+
+
+def test_no_deprecated_kuberay_field_is_rendered() -> None:
+    """KubeRay deprecated serviceUnhealthySecondThreshold / deploymentUnhealthySecondThreshold
+    (DESIGN §8) and the ray.io/v1alpha1 version (the pinned CRD marks it deprecated)."""
+    crd = yaml.safe_load(CRD.read_text())
+    assert [v["name"] for v in crd["spec"]["versions"] if v.get("deprecated")] == ["v1alpha1"]
+    for f in (CI, CHART / "ci" / "09-disaggregated-values.yaml"):
+        rs = rayservice(helm.render(CHART, [f], namespace=NAMESPACE))
+        assert rs["apiVersion"] == "ray.io/v1"
+        assert not {"serviceUnhealthySecondThreshold", "deploymentUnhealthySecondThreshold"} & set(rs["spec"])
+
+
+def test_committed_rayservice_scenario_exists() -> None:
+    names = [p.parent.name for p in (ROOT / "values").glob("*/plan.json")
+             if json.loads(p.read_text())["topology"] == "ray-serve"]
+    assert "llama-3.1-70b-g6e-12xlarge-rayservice" in names
