@@ -184,7 +184,7 @@ def test_ci_leader_worker_contract() -> None:
     assert lws["spec"]["replicas"] == 2 and lws["spec"]["leaderWorkerTemplate"]["size"] == 2
     assert lws["spec"]["rolloutStrategy"] == {"type": "RollingUpdate", "rollingUpdateConfiguration": {
         "maxSurge": 0, "maxUnavailable": 1}}
-    assert lc["image"] == wc["image"] == "111122223333.dkr.ecr.us-east-1.amazonaws.com/vllm-openai-efa:v0.32.0-efa1.43.1"
+    assert lc["image"] == wc["image"] == "111122223333.dkr.ecr.us-east-1.amazonaws.com/vllm-openai-efa:v0.32.0-efa1.38.0"
     assert {p["name"] for p in lc["ports"]} == {"http", "ray-gcs"} and "ports" not in wc
     assert env_of(lc)["NCCL_DEBUG"] == "INFO"
     assert env_of(lc)["FI_EFA_USE_HUGE_PAGE"] == "0", "no hugepages requested: libfabric must not use them"
