@@ -177,19 +177,16 @@ leaderworkerset.sigs.k8s.io/worker-index: "0"
 
 {{/* requests/limits of a container without GPUs, from a values Resources object. */}}
 {{- define "vllm-inference.plainResources" -}}
+{{- $out := dict }}
 {{- range $part := list "requests" "limits" }}
 {{- $r := index $ $part }}
-{{ $part }}:
-  {{- with $r.cpu }}
-  cpu: {{ . | quote }}
-  {{- end }}
-  {{- with $r.memory }}
-  memory: {{ . | quote }}
-  {{- end }}
-  {{- with $r.ephemeralStorage }}
-  ephemeral-storage: {{ . | quote }}
-  {{- end }}
+{{- $q := dict }}
+{{- with $r.cpu }}{{ $_ := set $q "cpu" . }}{{ end }}
+{{- with $r.memory }}{{ $_ := set $q "memory" . }}{{ end }}
+{{- with $r.ephemeralStorage }}{{ $_ := set $q "ephemeral-storage" . }}{{ end }}
+{{- $_ := set $out $part $q }}
 {{- end }}
+{{- toYaml $out }}
 {{- end }}
 
 {{/* Labels of helm test objects: never the server's selector labels (component test). */}}
