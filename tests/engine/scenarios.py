@@ -129,12 +129,16 @@ def container_serve_args(container: dict[str, Any]) -> list[str] | None:
     direct = _serve_args_from_tokens(argv)
     if direct is not None:
         return direct
-    # `sh -c "...; vllm serve ..."`: the script is one argument after -c.
-    for i, tok in enumerate(argv[:-1]):
-        if tok in ("-c", "-lc", "-ec", "-euc", "-xc") and Path(argv[0]).name in ("sh", "bash", "dash"):
-            found = _serve_args_from_tokens(_shell_tokens(argv[i + 1]))
-            if found is not None:
-                return found
+    # `sh -c "...; vllm serve ..." NAME ARG...`: the script is the word after -c; the words
+    # after it are $0 and the positional parameters that "$@" expands to.
+    if argv and Path(argv[0]).name in ("sh", "bash", "dash"):
+        for i, tok in enumerate(argv[:-1]):
+            if tok.startswith("-") and tok.endswith("c") and not tok.startswith("--"):
+                positional = argv[i + 3:]
+                tokens: list[str] = []
+                for word in _shell_tokens(argv[i + 1]):
+                    tokens += positional if word in ("$@", "$*") else [word]
+                return _serve_args_from_tokens(tokens)
     return None
 
 
@@ -175,6 +179,21 @@ def engine_kwargs_to_flags(model: str, kwargs: dict[str, Any]) -> list[str]:
     return flags
 
 
+def _llm_configs(node: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Ray Serve LLM configs below an application's args, wherever the builder puts them
+    (`llm_configs: [...]` for build_openai_app, `prefill_config`/`decode_config` for
+    build_pd_openai_app): every dict with a model_loading_config."""
+    if isinstance(node, dict):
+        if "model_loading_config" in node:
+            yield path, node
+            return
+        for key, value in node.items():
+            yield from _llm_configs(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _llm_configs(value, f"{path}[{i}]")
+
+
 def _ray_serve_invocations(scenario: str, obj: dict[str, Any]) -> list[ServeInvocation]:
     raw = obj.get("spec", {}).get("serveConfigV2")
     if raw is None:
@@ -183,21 +202,22 @@ def _ray_serve_invocations(scenario: str, obj: dict[str, Any]) -> list[ServeInvo
     out = []
     name = f"{obj['kind']}/{obj['metadata']['name']}"
     for app in config.get("applications") or []:
-        llm_configs = (app.get("args") or {}).get("llm_configs") or []
-        if not llm_configs:
-            raise ExtractionError(f"{scenario}: {name} application {app.get('name')!r} has no "
-                                  "args.llm_configs: cannot find its engine settings")
-        for i, llm in enumerate(llm_configs):
-            loading = llm.get("model_loading_config") or {}
+        found = list(_llm_configs(app.get("args") or {}, "args"))
+        if not found:
+            raise ExtractionError(f"{scenario}: {name} application {app.get('name')!r} has no LLM "
+                                  "config (model_loading_config) in its args: cannot find its "
+                                  "engine settings")
+        for path, llm in found:
+            loading = llm["model_loading_config"] or {}
             model = loading.get("model_source") or loading.get("model_id")
             if not model:
-                raise ExtractionError(f"{scenario}: {name} llm_configs[{i}] has no model_loading_config")
+                raise ExtractionError(f"{scenario}: {name} {path} has no model_source/model_id")
             kwargs = dict(llm.get("engine_kwargs") or {})
             if "served_model_name" not in kwargs and loading.get("model_id"):
                 kwargs["served_model_name"] = loading["model_id"]
-            out.append(ServeInvocation(scenario, f"{name} serveConfigV2 {app.get('name')}[{i}]",
-                                       "ray-serve", tuple(engine_kwargs_to_flags(model, kwargs)),
-                                       {}, obj))
+            role = "ray-serve/" + (path.rsplit(".", 1)[-1].removesuffix("_config") or "llm")
+            out.append(ServeInvocation(scenario, f"{name} serveConfigV2 {app.get('name')} {path}",
+                                       role, tuple(engine_kwargs_to_flags(model, kwargs)), {}, obj))
     return out
 
 

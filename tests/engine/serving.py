@@ -91,37 +91,51 @@ class HelmTestRun:
     substitutions: list[str]
 
 
-def run_helm_test_pods(objects: list[dict[str, Any]], base_url: str, workdir: Path) -> list[HelmTestRun]:
-    """Each container of each `helm.sh/hook: test` Pod, with its command and env as rendered,
-    the Service URL replaced by the loopback server URL. Its tools (sh, curl, ...) must be on
-    this machine's PATH: a missing tool is a failure, not a skip."""
+def api_test_containers(objects: list[dict[str, Any]]) -> list[tuple[dict, dict]]:
+    """(pod, container) of the `helm.sh/hook: test` Pods that call the model server through its
+    Service. Test pods that act on the cluster instead (e.g. `kubectl exec` diagnostics in a
+    multi-node group) need a cluster and are not run here."""
     pattern = _service_url_pattern(objects)
-    runs = []
+    out = []
     for pod in sc.helm_test_pods(objects):
         for c in pod["spec"]["containers"]:
-            argv = list(c.get("command") or []) + list(c.get("args") or [])
-            assert argv, f"test pod {pod['metadata']['name']} container {c['name']} has no command"
-            subs: list[str] = []
-            env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL")}
-            env["HOME"] = str(workdir)
-            for e in c.get("env") or []:
-                if "value" not in e:
-                    raise AssertionError(f"test pod env {e['name']} is not a literal; cannot run it here")
-                value, n = pattern.subn(base_url, str(e["value"]))
-                if n:
-                    subs.append(f"env {e['name']}: {e['value']} -> {value}")
-                env[e["name"]] = value
-            new_argv = []
-            for a in argv:
-                b, n = pattern.subn(base_url, a)
-                if n:
-                    subs.append(f"command: Service URL -> {base_url}")
-                new_argv.append(b)
-            exe = shutil.which(new_argv[0], path=env.get("PATH")) or (
-                new_argv[0] if Path(new_argv[0]).exists() else None)
-            assert exe, f"test pod command {new_argv[0]} not found on this machine"
-            proc = subprocess.run(new_argv, env=env, capture_output=True, text=True, timeout=300,
-                                  cwd=workdir)
-            runs.append(HelmTestRun(pod["metadata"]["name"], c["name"], proc.returncode,
-                                    proc.stdout + proc.stderr, subs))
+            text = " ".join(list(c.get("command") or []) + list(c.get("args") or []) +
+                            [str(e.get("value", "")) for e in c.get("env") or []])
+            if pattern.search(text):
+                out.append((pod, c))
+    return out
+
+
+def run_helm_test_pods(objects: list[dict[str, Any]], base_url: str, workdir: Path) -> list[HelmTestRun]:
+    """Each API test container, with its command and env as rendered, the Service URL replaced
+    by the loopback server URL. Its tools (sh, curl, ...) must be on this machine's PATH: a
+    missing tool is a failure, not a skip."""
+    pattern = _service_url_pattern(objects)
+    runs = []
+    for pod, c in api_test_containers(objects):
+        argv = list(c.get("command") or []) + list(c.get("args") or [])
+        assert argv, f"test pod {pod['metadata']['name']} container {c['name']} has no command"
+        subs: list[str] = []
+        env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL")}
+        env["HOME"] = str(workdir)
+        for e in c.get("env") or []:
+            if "value" not in e:
+                raise AssertionError(f"test pod env {e['name']} is not a literal; cannot run it here")
+            value, n = pattern.subn(base_url, str(e["value"]))
+            if n:
+                subs.append(f"env {e['name']}: {e['value']} -> {value}")
+            env[e["name"]] = value
+        new_argv = []
+        for a in argv:
+            b, n = pattern.subn(base_url, a)
+            if n:
+                subs.append(f"command: Service URL -> {base_url}")
+            new_argv.append(b)
+        exe = shutil.which(new_argv[0], path=env.get("PATH")) or (
+            new_argv[0] if Path(new_argv[0]).exists() else None)
+        assert exe, f"test pod command {new_argv[0]} not found on this machine"
+        proc = subprocess.run(new_argv, env=env, capture_output=True, text=True, timeout=300,
+                              cwd=workdir)
+        runs.append(HelmTestRun(pod["metadata"]["name"], c["name"], proc.returncode,
+                                proc.stdout + proc.stderr, subs))
     return runs
