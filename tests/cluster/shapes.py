@@ -13,7 +13,7 @@ from tests.harness.helm import render
 from vllm_eks import contract
 
 from .nodes import NodeShape, quantity_bytes, shape_from_plan, shapes_from_nodepools
-from .scenarios import Scenario, chart_dir
+from .scenarios import Scenario, chart_dir, discover
 
 RELEASES = {"gpu-infra": "infra", "vllm-inference": "vllm", "observability": "obs"}
 
@@ -82,6 +82,12 @@ class PodGroup:
     labels: dict[str, str]
 
     @property
+    def controller(self) -> str | None:
+        """The operator that would create these pods when it is not part of Kubernetes itself
+        (it does not run in this tier: the object is stored and validated, no pods appear)."""
+        return {"LeaderWorkerSet": "LeaderWorkerSet controller", "RayService": "KubeRay operator"}.get(self.kind)
+
+    @property
     def pool(self) -> str | None:
         sel = self.spec.get("nodeSelector") or {}
         if contract.POOL_LABEL in sel:
@@ -100,7 +106,8 @@ class PodGroup:
 
 
 def pod_groups(objects: Sequence[Mapping[str, Any]]) -> list[PodGroup]:
-    """Deployments, StatefulSets and LeaderWorkerSets (leader + workers) among rendered objects."""
+    """Deployments, StatefulSets, LeaderWorkerSets (leader + workers) and RayServices (head +
+    worker groups) among rendered objects."""
     out = []
     for o in objects:
         kind, spec = o.get("kind"), o.get("spec") or {}
@@ -119,6 +126,17 @@ def pod_groups(objects: Sequence[Mapping[str, Any]]) -> list[PodGroup]:
             if size > 1:
                 out.append(PodGroup(kind, o["metadata"]["name"] + "/worker", replicas * (size - 1), worker["spec"],
                                     (worker.get("metadata") or {}).get("labels") or {}))
+        elif kind == "RayService":
+            ray = spec.get("rayClusterConfig") or {}
+            head = (ray.get("headGroupSpec") or {}).get("template") or {}
+            if head:
+                out.append(PodGroup(kind, o["metadata"]["name"] + "/head", 1, head.get("spec") or {},
+                                    (head.get("metadata") or {}).get("labels") or {}))
+            for wg in ray.get("workerGroupSpecs") or []:
+                t = wg.get("template") or {}
+                out.append(PodGroup(kind, f"{o['metadata']['name']}/{wg.get('groupName', 'workers')}",
+                                    int(wg.get("replicas", 1)) * int(wg.get("numOfHosts", 1)), t.get("spec") or {},
+                                    (t.get("metadata") or {}).get("labels") or {}))
     return out
 
 
@@ -171,3 +189,13 @@ def shape_for(group: PodGroup, shapes: Sequence[NodeShape]) -> NodeShape:
     raise AssertionError(
         f"{group.kind} {group.name} selects pool {pool!r} / nodeSelector {sel}; "
         f"pools available: {[s.labels.get(contract.POOL_LABEL) for s in shapes]}")
+
+
+def deployment_scenario() -> Scenario | None:
+    """The first committed scenario whose model server is a Deployment (pods created by
+    Kubernetes' own controllers, so scheduling and rollouts can be watched here)."""
+    for s in discover():
+        if "vllm-inference" in s.charts() and any(
+                g.kind == "Deployment" for g in pod_groups(render_scenario_chart(s, "vllm-inference"))):
+            return s
+    return None

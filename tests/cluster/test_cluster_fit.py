@@ -11,8 +11,8 @@ import pytest
 from tests.cluster import scenarios
 from tests.cluster.kube import Cluster, wait_for
 from tests.cluster.nodes import NodeShape
-from tests.cluster.shapes import RELEASES, pod_groups, render_scenario_chart, scenario_shapes, shape_for
-from tests.cluster.test_cluster_scenarios import cleanup
+from tests.cluster.shapes import RELEASES, deployment_scenario, pod_groups, render_scenario_chart, scenario_shapes, shape_for
+from tests.cluster.flows import cleanup
 from vllm_eks import contract
 
 pytestmark = pytest.mark.cluster
@@ -43,10 +43,10 @@ CASES = {
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_unfittable_pods_stay_pending_with_reason(cluster: Cluster, gpu_nodes, case: str) -> None:
-    scenario = next((s for s in scenarios.discover() if "vllm-inference" in s.charts()), None)
-    assert scenario, "no committed scenario with vllm-inference values"
+    scenario = deployment_scenario()
+    assert scenario, "no committed scenario renders a vllm-inference Deployment"
     ns = f"{scenario.namespace}-{case}"[:63]
-    group = pod_groups(render_scenario_chart(scenario, "vllm-inference", ns))[0]
+    group = next(g for g in pod_groups(render_scenario_chart(scenario, "vllm-inference", ns)) if g.kind == "Deployment")
     shape = shape_for(group, scenario_shapes(scenario))
     mutate, expected = CASES[case]
     if case == "pool-label-missing" and group.pool is None:

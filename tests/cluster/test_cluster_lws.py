@@ -21,7 +21,7 @@ import yaml
 from tests.cluster import scenarios
 from tests.cluster.kube import Cluster
 from tests.cluster.shapes import RELEASES, render_scenario_chart
-from tests.cluster.test_cluster_scenarios import cleanup
+from tests.cluster.flows import cleanup
 from tests.harness.helm import HelmError
 
 pytestmark = pytest.mark.cluster

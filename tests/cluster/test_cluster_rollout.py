@@ -14,13 +14,14 @@ from tests.cluster.kube import Cluster, wait_for
 from tests.cluster.shapes import (
     RELEASES,
     daemonset_requests,
+    deployment_scenario,
     pod_groups,
     pods_per_node,
     render_scenario_chart,
     scenario_shapes,
     shape_for,
 )
-from tests.cluster.test_cluster_scenarios import cleanup, engine_args, ready_pods
+from tests.cluster.flows import cleanup, engine_args, ready_pods
 from tests.harness.helm import HelmError
 
 pytestmark = pytest.mark.cluster
@@ -29,16 +30,8 @@ HELM = "helm4"
 SURGE = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
 
 
-def _deployment_scenario() -> scenarios.Scenario | None:
-    for s in scenarios.discover():
-        if "vllm-inference" in s.charts() and any(
-                g.kind == "Deployment" for g in pod_groups(render_scenario_chart(s, "vllm-inference"))):
-            return s
-    return None
-
-
 def test_default_strategy_rolls_out_without_spare_node_and_surge_deadlocks(cluster: Cluster, gpu_nodes) -> None:
-    scenario = _deployment_scenario()
+    scenario = deployment_scenario()
     assert scenario, "no committed scenario renders a vllm-inference Deployment"
     ns = scenario.namespace + "-rollout"
     chart = str(scenarios.chart_dir("vllm-inference"))

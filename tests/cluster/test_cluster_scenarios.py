@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.cluster import scenarios
+from tests.cluster.flows import WAIT, cleanup, engine_args, engine_change, ready_pods
 from tests.cluster.kube import Cluster, wait_for
 from tests.cluster.shapes import (
     RELEASES,
@@ -26,7 +27,6 @@ from vllm_eks import contract
 pytestmark = pytest.mark.cluster
 
 SCENARIOS = scenarios.discover()
-WAIT = "180s"
 
 
 def test_there_are_scenarios_to_install() -> None:
@@ -57,14 +57,8 @@ def stored_objects(cluster: Cluster, helm: str, release: str, namespace: str) ->
     return objs
 
 
-def ready_pods(cluster: Cluster, namespace: str, selector: str) -> list:
-    pods = cluster.pods(namespace, selector)
-    return [p for p in pods if p.status.phase == "Running" and p.metadata.deletion_timestamp is None
-            and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])]
-
-
 def workloads(recorded: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    return [o for o in recorded.get("vllm-inference", []) if o["kind"] in ("Deployment", "StatefulSet", "LeaderWorkerSet")]
+    return [o for o in recorded.get("vllm-inference", []) if o["kind"] in ("Deployment", "StatefulSet", "LeaderWorkerSet", "RayService")]
 
 
 def workload_text(cluster: Cluster, obj: dict[str, Any], ns: str) -> str:
@@ -72,11 +66,6 @@ def workload_text(cluster: Cluster, obj: dict[str, Any], ns: str) -> str:
     stored = cluster.get(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], ns)
     assert stored is not None, f"{obj['kind']} {obj['metadata']['name']} missing"
     return json.dumps(stored.to_dict())
-
-
-def engine_args(pod) -> list[str]:
-    c = pod.spec.containers[0]
-    return [*(c.command or []), *(c.args or [])]
 
 
 @pytest.mark.parametrize("index", range(len(SCENARIOS)), ids=[s.name for s in SCENARIOS])
@@ -96,6 +85,8 @@ def test_scenario_lifecycle(cluster: Cluster, gpu_nodes, index: int) -> None:
     assert groups, f"{scenario.name}: vllm-inference renders no workload"
     node_names: dict[str, list[str]] = {}
     for g in groups:
+        if g.controller and g.pool is None and not g.spec.get("nodeSelector"):
+            continue  # e.g. a Ray head on general-purpose nodes, and no operator to create it here
         shape = shape_for(g, shapes)
         n = nodes_for(g, shape, overhead)
         node_names.setdefault(shape.pool, []).extend(gpu_nodes(shape, n))
@@ -110,10 +101,11 @@ def test_scenario_lifecycle(cluster: Cluster, gpu_nodes, index: int) -> None:
             cluster.stats.objects_accepted += len(recorded[chart])
         cluster.stats.scenarios_installed.add(scenario.name)
 
-        # 3. Model-server pods: Ready, each on a node of the pool its group selects. LeaderWorkerSet
-        # groups get no pods here (no LWS controller, docs/cluster-tier.md): only stored.
+        # 3. Model-server pods: Ready, each on a node of the pool its group selects. Groups an
+        # operator would create (LeaderWorkerSet, RayService) are stored only: the operators do not
+        # run here (docs/cluster-tier.md).
         selector = f"app.kubernetes.io/instance={RELEASES['vllm-inference']}"
-        running = [g for g in groups if g.kind != "LeaderWorkerSet"]
+        running = [g for g in groups if not g.controller]
         expected = sum(g.pods for g in running)
         pools = {g.pool for g in running}
         pods = wait_for(f"{expected} Ready model-server pods",
@@ -126,9 +118,10 @@ def test_scenario_lifecycle(cluster: Cluster, gpu_nodes, index: int) -> None:
                 f"pod {pod.metadata.name} runs on {pod.spec.node_name} (pool {pool}), not on the scenario's nodes")
             assert None in pools or node.metadata.labels.get(contract.POOL_LABEL) in pools
         cluster.stats.pods_scheduled += len(pods)
-        if len(running) < len(groups):
-            assert not [p for p in cluster.pods(ns, selector) if p.metadata.labels.get(contract.LWS_WORKER_INDEX_LABEL)]
-            print(f"{scenario.name}: LeaderWorkerSet stored; its pods need the LWS controller, which does not run here")
+        for controller in sorted({g.controller for g in groups if g.controller}):
+            print(f"{scenario.name}: stored for the {controller}, which does not run here: no pods")
+        if not running:
+            assert not cluster.pods(ns, selector), "pods appeared with no controller to create them"
 
         # 4. gpu-infra DaemonSets (device plugins, DCGM exporter) run on every node they target.
         if "gpu-infra" in recorded:
@@ -141,10 +134,10 @@ def test_scenario_lifecycle(cluster: Cluster, gpu_nodes, index: int) -> None:
                 cluster.stats.pods_scheduled += st.number_ready
 
         # 5. Upgrade with a changed engine argument; the default strategy rolls out on the same nodes.
-        marker = "--disable-log-stats"
+        change, marker = engine_change(scenario.values("vllm-inference"))
         cluster.helm(helm, ["upgrade", RELEASES["vllm-inference"], str(scenarios.chart_dir("vllm-inference")),
                             "--namespace", ns, "--values", str(scenario.values("vllm-inference")),
-                            "--set-json", f'engine.extraArgs=["{marker}"]', "--wait", "--timeout", WAIT])
+                            *change, "--wait", "--timeout", WAIT])
         cluster.stats.upgrades += 1
         assert all(marker in workload_text(cluster, o, ns) for o in workloads(recorded))
         wait_for("every model-server pod to carry the new argument and be Ready",
@@ -175,16 +168,3 @@ def test_scenario_lifecycle(cluster: Cluster, gpu_nodes, index: int) -> None:
         # After a failure: remove cluster-scoped objects too (NodePools...), or the next scenario's
         # install would collide with them.
         cleanup(cluster, helm, ns)
-
-
-def cleanup(cluster: Cluster, helm: str, ns: str) -> None:
-    try:
-        releases = cluster.helm_releases(helm, ns)
-    except Exception:  # noqa: BLE001 - best effort after a failure already reported
-        releases = []
-    for rel in releases:
-        try:
-            cluster.helm(helm, ["uninstall", rel, "--namespace", ns, "--wait", "--timeout", WAIT])
-        except Exception:  # noqa: BLE001
-            pass
-    cluster.delete_namespace(ns, wait=True)
