@@ -19,9 +19,14 @@ from tests.engine import scenarios as sc
 from tests.engine.report import REPORT
 from tests.engine.serving import METRICS_SCENARIO, prepare, server_key
 
-# How long each in-flight request should still run after SIGTERM, and how many run at once.
-TARGET_AFTER_SIGTERM_S = 15.0
-IN_FLIGHT = 3
+# How long the requests should still run after SIGTERM by the calibrated rate; the decode rate
+# on shared cores varies by several times between minutes, so the in-flight requests get
+# lengths spread by LENGTH_FACTORS: the drain needs at least one of them across SIGTERM, and
+# every one must finish in full.
+TARGET_AFTER_SIGTERM_S = 8.0
+LENGTH_FACTORS = (1.0, 1.5, 2.0)
+IN_FLIGHT = len(LENGTH_FACTORS)
+CAL_TOKENS = 1024
 # Long requests start this long before SIGTERM (while the preStop sleep runs, as traffic does
 # until the endpoint removal has reached every proxy).
 START_BEFORE_SIGTERM_S = 3.0
@@ -84,29 +89,33 @@ def test_drain_on_sigterm_after_prestop(rendered_scenarios, tiny_models, server_
     shutdown_timeout = int(sc.flag_value(run.sub.args, "--shutdown-timeout") or 0)
     assert shutdown_timeout > 0, "--shutdown-timeout not rendered: vLLM would abort in-flight requests"
     assert prestop + shutdown_timeout < grace, (prestop, shutdown_timeout, grace)
-    assert TARGET_AFTER_SIGTERM_S * 2 < shutdown_timeout, "drain window too short to test here"
+    assert TARGET_AFTER_SIGTERM_S * max(LENGTH_FACTORS) * 2 < shutdown_timeout, \
+        "--shutdown-timeout too short for this test's margin"
     model = run.served_model_name
     max_len = int(sc.flag_value(run.sub.args, "--max-model-len"))
 
-    # Calibrate: tokens per second of one request while IN_FLIGHT run together (long enough
-    # that start-up cost does not hide the decode rate; the rate varies with the machine's load,
-    # hence the wide margin of TARGET_AFTER_SIGTERM_S against --shutdown-timeout).
+    # Calibrate with the same shape of load: IN_FLIGHT requests of CAL_TOKENS together. The
+    # decode rate falls as contexts grow and varies with the machine's load, hence one long
+    # calibration batch and a wide margin of TARGET_AFTER_SIGTERM_S against --shutdown-timeout.
+    cal_tokens = min(CAL_TOKENS, max_len - 16)
     probes = [Flight(time.monotonic()) for _ in range(IN_FLIGHT)]
-    threads = [threading.Thread(target=_long_request, args=(srv, model, 384, f)) for f in probes]
+    threads = [threading.Thread(target=_long_request, args=(srv, model, cal_tokens, f)) for f in probes]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=120)
-    rate = min(f.tokens / (f.finished - f.started) for f in probes if f.status == 200)
+        t.join(timeout=300)
+    assert all(f.status == 200 for f in probes), probes
+    batch_s = max(f.finished for f in probes) - min(f.started for f in probes)
+    rate = cal_tokens / batch_s
     run_for = START_BEFORE_SIGTERM_S + TARGET_AFTER_SIGTERM_S
-    max_tokens = max(64, min(int(rate * run_for), max_len - 16))
+    lengths = [max(64, min(int(rate * run_for * k), max_len - 16)) for k in LENGTH_FACTORS]
 
     # t0: the pod is deleted. preStop sleeps; the long requests arrive near its end.
     t0 = time.monotonic()
     time.sleep(max(0.0, prestop - START_BEFORE_SIGTERM_S))
     flights = [Flight(time.monotonic()) for _ in range(IN_FLIGHT)]
-    threads = [threading.Thread(target=_long_request, args=(srv, model, max_tokens, f), daemon=True)
-               for f in flights]
+    threads = [threading.Thread(target=_long_request, args=(srv, model, n, f), daemon=True)
+               for n, f in zip(lengths, flights)]
     for t in threads:
         t.start()
     time.sleep(max(0.0, t0 + prestop - time.monotonic()))
@@ -123,18 +132,18 @@ def test_drain_on_sigterm_after_prestop(rendered_scenarios, tiny_models, server_
     t_exit = time.monotonic()
     if code is None:
         srv.stop(grace=1)
+    in_flight = [f for f in flights if f.finished > t_term]
     REPORT.note(
-        f"drain: preStop {prestop} s, SIGTERM with {IN_FLIGHT} requests of {max_tokens} tokens in "
-        f"flight; they finished {max(f.finished for f in flights) - t_term:.1f} s after SIGTERM "
-        f"(--shutdown-timeout {shutdown_timeout} s); exit {code} at "
-        f"{t_exit - t0:.1f} s of {grace} s grace; new requests: {refusals[0][1]}")
+        f"drain: preStop {prestop} s, then SIGTERM with {len(in_flight)} of {IN_FLIGHT} requests "
+        f"({', '.join(map(str, lengths))} tokens) in flight; the last finished "
+        f"{max(f.finished for f in flights) - t_term:.1f} s after SIGTERM (--shutdown-timeout "
+        f"{shutdown_timeout} s); exit {code} at {t_exit - t0:.1f} s of {grace} s grace; "
+        f"new requests: {refusals[0][1]}")
 
-    still_running = [f for f in flights if f.finished and f.finished < t_term]
-    assert not still_running, (
-        f"{len(still_running)} long requests finished before SIGTERM: nothing was in flight "
-        f"(rate {rate:.0f} tok/s, {max_tokens} tokens)")
-    for f in flights:
-        assert f.status == 200 and f.tokens == max_tokens, f"in-flight request lost: {f}"
+    assert in_flight, (f"every long request finished before SIGTERM: nothing was in flight "
+                       f"(calibrated {rate:.0f} tok/s, lengths {lengths})")
+    for n, f in zip(lengths, flights):
+        assert f.status == 200 and f.tokens == n, f"in-flight request lost: {f} (wanted {n} tokens)"
         assert f.finished - t_term <= shutdown_timeout, f"finished after --shutdown-timeout: {f}"
     assert all(refused for refused, _ in refusals), f"new requests served after SIGTERM: {refusals}"
     assert code is not None, f"still running {grace} s after deletion (terminationGracePeriodSeconds)"
