@@ -413,10 +413,14 @@ def _daemonset_role(ds: dict[str, Any]) -> str:
     component = labels.get("app.kubernetes.io/component", "")
     images = " ".join(c.get("image", "") for c in
                       ((ds.get("spec") or {}).get("template") or {}).get("spec", {}).get("containers") or [])
-    if component == "nvidia-device-plugin" or "k8s-device-plugin" in images:
-        return "nvidia"
-    if component == "efa-device-plugin" or "efa-k8s-device-plugin" in images:
+    # the component label decides; images are a fallback, EFA first because the EFA plugin's
+    # image name (aws-efa-k8s-device-plugin) also contains "k8s-device-plugin"
+    if component in ("nvidia-device-plugin", "efa-device-plugin"):
+        return component.split("-")[0]
+    if "efa-k8s-device-plugin" in images:
         return "efa"
+    if "k8s-device-plugin" in images:
+        return "nvidia"
     return "other"
 
 

@@ -136,7 +136,7 @@ def test_model_server_monitor_selects_serving_endpoints(scenario: Path) -> None:
     match = spec["selector"]["matchLabels"]
     own_ns = _ns(monitor)
     if monitor["kind"] == "ServiceMonitor":
-        assert topology in {"single-node", "disaggregated"}
+        assert topology == "single-node"
         services = [s for s in served if s["kind"] == "Service" and _selects(match, s["metadata"].get("labels", {}))
                     and _in_namespaces(spec["namespaceSelector"], _ns(s), own_ns)]
         assert services, f"ServiceMonitor selects no Service with {match}"

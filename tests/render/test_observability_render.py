@@ -84,13 +84,13 @@ def test_topology_objects(values_file: Path) -> None:
     vllm_sm = [o for name, o in service_monitors.items() if name.endswith("-vllm")]
     if not values.monitors.vllm.enabled:
         assert not vllm_sm and not pod_monitors
-    elif values.topology in {"single-node", "disaggregated"}:
+    elif values.topology == "single-node":
         assert len(vllm_sm) == 1 and not pod_monitors
     elif values.topology == "multi-node":
         assert not vllm_sm and len(pod_monitors) == 1
         labels = pod_monitors[0]["spec"]["selector"]["matchLabels"]
         assert labels.get("leaderworkerset.sigs.k8s.io/worker-index") == "0", "workers serve no /metrics"
-    else:  # ray-serve
+    else:  # ray-serve, and disaggregated (which runs as a RayService too)
         assert not vllm_sm and len(pod_monitors) == 1
         endpoint = pod_monitors[0]["spec"]["podMetricsEndpoints"][0]
         assert endpoint["port"] == "metrics"
