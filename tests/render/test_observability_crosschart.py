@@ -153,7 +153,7 @@ def test_model_server_monitor_selects_serving_endpoints(scenario: Path) -> None:
                     for what, pod_spec in backing:
                         assert target_port in _container_port_names(pod_spec), f"{what}: no container port {target_port}"
     else:
-        assert topology in {"multi-node", "ray-serve"}
+        assert topology in {"multi-node", "ray-serve", "disaggregated"}
         pods = [(what, labels, pod_spec) for what, labels, pod_spec in _pod_templates(served)
                 if _selects(match, labels)]
         assert pods, f"PodMonitor selects no pod template with {match}"
@@ -161,7 +161,7 @@ def test_model_server_monitor_selects_serving_endpoints(scenario: Path) -> None:
             assert all(what.endswith("leader") for what, _, _ in pods), [w for w, _, _ in pods]
         for endpoint in spec["podMetricsEndpoints"]:
             for what, _, pod_spec in pods:
-                names = _container_port_names(pod_spec) | (KUBERAY_DEFAULT_PORTS if topology == "ray-serve" else set())
+                names = _container_port_names(pod_spec) | (KUBERAY_DEFAULT_PORTS if topology in {"ray-serve", "disaggregated"} else set())
                 assert endpoint["port"] in names, f"{what}: no container port {endpoint['port']}"
 
 
