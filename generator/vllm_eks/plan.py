@@ -57,6 +57,10 @@ class Plan(BaseModel):
     gpu: str
     gpus_per_node: int
     gpu_memory_bytes: int = Field(description="Total memory of one GPU as CUDA reports it")
+    gpu_interconnect: str = Field(description="Link between the GPUs of one node (NVLink/NVSwitch or PCIe)")
+    nvlink: bool = Field(description="GPUs of a node are NVLink-connected: the topology diagnostic checks it")
+    expected_bus_bandwidth_gbytes_per_s: float = Field(
+        description="All-reduce bus bandwidth a multi-node group should reach over the network")
     topology: Topology
 
     # parallelism

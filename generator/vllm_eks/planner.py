@@ -430,6 +430,10 @@ def _plan(self: _Planner) -> Plan:
         "the queue alert means autoscaling is not keeping up, not that it is about to act")
     add("scale_up_period_seconds", f"{cap_plan.scale_up_period_seconds} s",
         "startup probe budget, within [60, 1800] s", "new replicas serve before the HPA adds more")
+    if multi:
+        add("expected_bus_bandwidth_gbytes_per_s", f"{hw.network_mbps / 8000:g} GB/s",
+            f"network rating {hw.network_mbps} Mbit/s / 8000",
+            "the all-reduce diagnostic fails far below it: NCCL fell back to TCP")
     if cost is not None:
         add("cost_per_hour_usd", f"${cost:.2f}", f"${hw.usd_per_hour}/h x {nodes} node(s) x {gpus_per_pod}/{hw.gpus_per_node} GPUs",
             "on-demand us-east-1 (override with --price-per-hour)")
@@ -437,6 +441,8 @@ def _plan(self: _Planner) -> Plan:
     return Plan(
         model=self.model.id, model_source=source, served_model_name=served, instance=hw.name, gpu=hw.gpu,
         gpus_per_node=hw.gpus_per_node, gpu_memory_bytes=hw.gpu_memory_bytes,
+        gpu_interconnect=hw.interconnect, nvlink="nvlink" in hw.interconnect.lower(),
+        expected_bus_bandwidth_gbytes_per_s=hw.network_mbps / 8000,
         topology=topology,
         tensor_parallel_size=tp, pipeline_parallel_size=pp, nodes_per_replica=nodes, gpus_per_pod=gpus_per_pod,
         replicas=replicas, dtype=p.dtype, quantization=p.quantization, kv_cache_dtype=p.kv_cache_dtype,

@@ -36,7 +36,8 @@ def make_plan(**overrides) -> Plan:
     fields = dict(
         model="llama-3.1-70b-instruct", model_source="meta-llama/Llama-3.1-70B-Instruct",
         served_model_name="llama-70b", instance="p5.48xlarge", gpu="h100", gpus_per_node=8,
-        gpu_memory_bytes=85_020_000_000, topology="single-node",
+        gpu_memory_bytes=85_020_000_000, gpu_interconnect="NVSwitch NVLink4 900GB/s", nvlink=True,
+        expected_bus_bandwidth_gbytes_per_s=400.0, topology="single-node",
         tensor_parallel_size=8, pipeline_parallel_size=1, nodes_per_replica=1, gpus_per_pod=8,
         replicas=3, dtype="bfloat16", quantization=None, kv_cache_dtype="auto",
         weights_bytes_total=141 * GiB, weights_bytes_per_gpu=18 * GiB, activation_peak_bytes=GiB,

@@ -15,7 +15,6 @@ from pydantic.alias_generators import to_camel
 
 from .. import contract
 from ..errors import InvalidOptionError, VllmEksError
-from ..hardware import instance_catalog
 from ..plan import Plan
 from .engine_args import Arg, parse_args
 from .options import ValuesOptions
@@ -376,7 +375,7 @@ class AllReduceCheck(ValuesModel):
         "Message size in MiB; must fit in the GPU memory vLLM leaves free (1 - gpu-memory-utilization)"))
     iterations: int = Field(20, ge=1, description="Timed all-reduce iterations (after 5 warm-up ones)")
     expected_bus_bandwidth_g_bps: float = Field(0.0, ge=0, alias="expectedBusBandwidthGBps", description=(
-        "The instance's network rating in GB/s (instance catalog net_mbps_baseline / 8000). 0: "
+        "The instance's network rating in GB/s (the Plan's expected_bus_bandwidth_gbytes_per_s). 0: "
         "report the figure, never fail on it"))
     min_fraction: float = Field(ALLREDUCE_MIN_FRACTION, gt=0, le=1, description=(
         "Fail when measured bus bandwidth < minFraction x expectedBusBandwidthGBps"))
@@ -613,14 +612,6 @@ def engine_kwargs(tokens: list[str]) -> dict[str, Any]:
     return out
 
 
-def _hardware(plan: Plan):
-    hw = instance_catalog().get(plan.instance)
-    if hw is None:
-        raise VllmEksError(f"plan.instance {plan.instance!r} is not in the instance catalog: the multi-node "
-                           "diagnostics need its network rating and GPU interconnect")
-    return hw
-
-
 def _zone(plan: Plan, options: ValuesOptions) -> str:
     if plan.efa_devices_per_pod > 0 and not options.zone:
         raise InvalidOptionError(
@@ -672,13 +663,12 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
         service_account=ServiceAccount(annotations=annotations),
     )
     if plan.topology == "multi-node":
-        hw = _hardware(plan)
         values.engine.args = _multi_node_args(plan, kept)
         values.multi_node = MultiNode(group_size=plan.nodes_per_replica)
         values.diagnostics = Diagnostics(
             # A PCIe-only instance has no NVLink to check; the all-reduce check still runs.
-            gpu_topology=GpuTopologyCheck(enabled="nvlink" in hw.interconnect.lower()),
-            all_reduce=AllReduceCheck(expected_bus_bandwidth_g_bps=hw.network_mbps / 8000))
+            gpu_topology=GpuTopologyCheck(enabled=plan.nvlink),
+            all_reduce=AllReduceCheck(expected_bus_bandwidth_g_bps=plan.expected_bus_bandwidth_gbytes_per_s))
     elif plan.topology == "ray-serve":
         if plan.serve_autoscaling is None:
             raise VllmEksError("plan.serve_autoscaling: a ray-serve plan needs Serve autoscaling bounds")
