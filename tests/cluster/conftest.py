@@ -74,9 +74,10 @@ def gpu_nodes(cluster: Cluster) -> Iterator:
     cluster.delete_nodes(created)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def kube_config(cluster: Cluster) -> str:
-    """pytest-helm-charts reads the cluster from this fixture (its kube_cluster fixture)."""
+    """Overrides pytest-helm-charts' fixture of the same name, so its `kube_cluster` fixture
+    (pykube-ng client, `kubectl` runner) talks to this cluster."""
     return str(cluster.plane.kubeconfig)
 
 

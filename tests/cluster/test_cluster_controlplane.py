@@ -3,11 +3,14 @@ each scenario's pools (labels, taints, allocatable survive kwok's node initialis
 
 from __future__ import annotations
 
+import os
+
+import pykube
 import pytest
 from kubernetes import client
 
 from tests.cluster import nodes, scenarios
-from tests.cluster.controlplane import pinned_versions
+from tests.cluster.controlplane import bin_dir, pinned_versions
 from tests.cluster.kube import Cluster
 from tests.cluster.shapes import scenario_shapes
 from vllm_eks import contract
@@ -53,3 +56,13 @@ def test_simulated_nodes_match_pool(cluster: Cluster, gpu_nodes, scenario: scena
         # lifecycle controller does not taint it unreachable in the middle of a test.
         lease = client.CoordinationV1Api(cluster.api).read_namespaced_lease(name, "kube-node-lease")
         assert lease.spec.lease_duration_seconds == 40 and lease.spec.renew_time is not None
+
+
+def test_pytest_helm_charts_fixture_reaches_cluster(kube_cluster, cluster: Cluster, monkeypatch) -> None:
+    """pytest-helm-charts' kube_cluster works on this control plane (pykube client and its
+    kubectl runner, which finds the kubectl built by `make cluster-tools`)."""
+    names = {ns.name for ns in pykube.Namespace.objects(kube_cluster.kube_client)}
+    assert {"default", "kube-system"} <= names
+    monkeypatch.setenv("PATH", f"{bin_dir()}:{os.environ['PATH']}")
+    version = kube_cluster.kubectl("version")
+    assert version["serverVersion"]["gitVersion"] == pinned_versions()["K8S_VERSION"]
