@@ -14,5 +14,5 @@ $(KIND_BIN):
 	@mkdir -p $(@D)
 	CGO_ENABLED=0 GOBIN=$(@D) go install sigs.k8s.io/kind@$(KIND_VERSION)
 
-e2e-kind: setup kind-tool
+e2e-kind: venv helm kind-tool
 	KIND=$(KIND_BIN) PYTEST=$(BIN)/pytest tools/cluster/e2e-kind.sh
