@@ -10,7 +10,7 @@ import pytest
 from kubernetes import client
 
 from tests.cluster import nodes, scenarios
-from tests.cluster.controlplane import bin_dir, pinned_versions
+from tests.cluster.controlplane import ControlPlane, bin_dir, pinned_versions
 from tests.cluster.kube import Cluster
 from tests.cluster.shapes import scenario_shapes
 from vllm_eks import contract
@@ -66,3 +66,18 @@ def test_pytest_helm_charts_fixture_reaches_cluster(kube_cluster, cluster: Clust
     monkeypatch.setenv("PATH", f"{bin_dir()}:{os.environ['PATH']}")
     version = kube_cluster.kubectl("version")
     assert version["serverVersion"]["gitVersion"] == pinned_versions()["K8S_VERSION"]
+
+
+def test_stop_kills_every_component(tmp_path) -> None:
+    """A second control plane, started and stopped: no component process group survives."""
+    plane = ControlPlane(tmp_path / "plane")
+    plane.workdir.mkdir()
+    try:
+        plane.start()
+        assert set(plane.procs) == {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+    finally:
+        plane.stop()
+    for name, proc in plane.procs.items():
+        assert proc.poll() is not None, f"{name} still running"
+        with pytest.raises(ProcessLookupError):
+            os.killpg(proc.pid, 0)
