@@ -61,8 +61,9 @@ class Budget:
 
     def capacity(self, max_model_len: int) -> kvcache.KVCapacity:
         w = self.worst
-        return kvcache.capacity(w.layout, w.available, self.settings.block_size, max_model_len,
-                                self.settings.max_num_batched_tokens)
+        s = self.settings
+        return kvcache.capacity(w.layout, w.available, s.block_size, max_model_len,
+                                kvcache.in_flight_tokens(s.max_num_batched_tokens, s.pp))
 
 
 def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings) -> Budget:

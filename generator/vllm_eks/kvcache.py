@@ -56,10 +56,10 @@ def layout(a: Architecture, tp: int, layers: range, kv_dtype_bytes: int) -> KVLa
         groups = ((n, w),)
         group_size = n
     else:
-        # vllm kv_cache_utils._get_kv_cache_groups_uniform_page_size: group size is the smallest
-        # layer count of a kind, or the largest when they are within 25% of each other
+        # vllm kv_cache_utils._get_kv_cache_groups_uniform_page_size (0.32): group size is the
+        # smallest layer count of a kind, or the largest when it is below 1.5 x the smallest
         smallest, largest = min(by_kind.values()), max(by_kind.values())
-        group_size = largest if largest < smallest * 1.25 else smallest
+        group_size = largest if largest < smallest * 1.5 else smallest
         grouped = []
         for w, n in sorted(by_kind.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0)):
             full, rest = divmod(n, group_size)
@@ -71,27 +71,36 @@ def layout(a: Architecture, tp: int, layers: range, kv_dtype_bytes: int) -> KVLa
 @dataclass(frozen=True)
 class KVCapacity:
     num_blocks: int
-    tokens: int                 # as vLLM logs "KV cache size: N tokens"
+    slots: int                  # token slots of one group: num_blocks / groups x block_size
+    tokens: int                 # as vLLM logs "KV cache size: N tokens" (int(concurrency x L))
     blocks_per_request: int     # blocks one request of max_model_len needs across all groups
     max_concurrency: float      # as vLLM logs "Maximum concurrency for L tokens per request"
 
 
+def in_flight_tokens(max_num_batched_tokens: int, pp: int) -> int:
+    """vLLM's VllmConfig.max_in_flight_tokens: every concurrent batch may hold a full step.
+    Concurrent batches: 2 with async scheduling (vLLM's default at PP=1), PP stages otherwise
+    (the V1 model runner turns async scheduling off with pipeline parallelism)."""
+    return max_num_batched_tokens * (2 if pp == 1 else pp)
+
+
 def blocks_for_request(group_window: int | None, max_model_len: int, block_size: int,
-                       max_num_batched_tokens: int) -> int:
+                       in_flight: int) -> int:
     if group_window is None:
         return math.ceil(max_model_len / block_size)
-    # sliding window: vLLM's SlidingWindowSpec.max_memory_usage_bytes
-    tokens = min(group_window - 1 + max_num_batched_tokens, max_model_len)
+    # sliding window: SlidingWindowSpec.max_admission_blocks_per_request (+1: the window may
+    # start inside a block)
+    tokens = min(group_window - 1 + in_flight, max_model_len)
     return math.ceil(tokens / block_size) + 1
 
 
 def capacity(lay: KVLayout, available_bytes: int, block_size: int, max_model_len: int,
-             max_num_batched_tokens: int) -> KVCapacity:
+             in_flight: int) -> KVCapacity:
     block_bytes = lay.bytes_per_token_per_layer * block_size * lay.group_size
     num_blocks = max(0, available_bytes // block_bytes) if block_bytes else 0
     n_groups = len(lay.groups)
-    tokens = num_blocks // n_groups * block_size
-    per_request = sum(blocks_for_request(w, max_model_len, block_size, max_num_batched_tokens)
-                      for _, w in lay.groups)
+    per_request = sum(blocks_for_request(w, max_model_len, block_size, in_flight) for _, w in lay.groups)
     concurrency = num_blocks / per_request if per_request else 0.0
-    return KVCapacity(num_blocks, tokens, per_request, concurrency)
+    # vllm/v1/core/kv_cache_utils.py get_kv_cache_capacity (0.32)
+    tokens = int(concurrency * max_model_len)
+    return KVCapacity(num_blocks, num_blocks // n_groups * block_size, tokens, per_request, concurrency)

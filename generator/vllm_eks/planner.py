@@ -203,7 +203,7 @@ class _Planner:
     def choose_max_num_seqs(self, b: budget_mod.Budget) -> tuple[int, str]:
         if self.req.max_num_seqs:
             return self.req.max_num_seqs, "pinned by --max-num-seqs"
-        tokens = b.capacity(1).tokens
+        tokens = b.capacity(1).slots
         fit = tokens // TYPICAL_REQUEST_TOKENS
         seqs = max(1, min(DEFAULT_MAX_NUM_SEQS, fit // 8 * 8 if fit >= 8 else fit))
         return seqs, (f"min({DEFAULT_MAX_NUM_SEQS} (vLLM default), KV tokens {tokens} / {TYPICAL_REQUEST_TOKENS} "
@@ -234,7 +234,7 @@ class _Planner:
                      f"{_gib(short * tp * pp)} per replica)")
         else:
             cap = b.capacity(self.required_len)
-            what += (f"the KV cache holds {cap.tokens} tokens, less than one {self.required_len}-token request")
+            what += (f"the KV cache holds {cap.slots} token slots, less than one {self.required_len}-token request")
         return what + "; options: " + "; ".join(self.alternatives(tp, pp))
 
     def alternatives(self, tp: int, pp: int) -> list[str]:
@@ -394,7 +394,9 @@ def _plan(self: _Planner) -> Plan:
         add("available_kv_cache_bytes_per_gpu", _gib(worst.available), "pinned by --kv-cache-memory (vLLM --kv-cache-memory-bytes)")
     block_bytes = lay.bytes_per_token_per_layer * self.block * lay.group_size
     add("kv_cache_blocks", f"{cap.num_blocks:,}", f"floor({worst.available:,} B / ({lay.bytes_per_token_per_layer} B x block {self.block} x {lay.group_size} layers = {block_bytes:,} B))")
-    add("kv_cache_tokens", f"{cap.tokens:,}", f"{cap.num_blocks:,} blocks / {len(lay.groups)} group(s) x block_size {self.block}")
+    add("kv_cache_tokens", f"{cap.tokens:,}", f"int(max_concurrency {cap.max_concurrency:.4f} x max_model_len {max_len})",
+        "vLLM 0.32 get_kv_cache_capacity; the cache holds "
+        f"{cap.slots:,} token slots ({cap.num_blocks:,} blocks / {len(lay.groups)} group(s) x block_size {self.block})")
     add("max_model_len", str(max_len), len_why)
     add("max_concurrency", f"{cap.max_concurrency:.2f}x", f"{cap.num_blocks:,} blocks / {cap.blocks_per_request} blocks per {max_len}-token request")
     add("max_num_seqs", str(seqs), seqs_why)

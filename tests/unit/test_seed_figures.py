@@ -35,3 +35,12 @@ def test_qwen_05b_figure_2_exactly(plan_json):
     assert f"{p['max_concurrency']:.2f}" == "42.66"
     assert "--kv-cache-memory-bytes" in p["engine_args"]
     assert p["engine_args"][p["engine_args"].index("--kv-cache-memory-bytes") + 1] == str(2 * 1024**3)
+
+
+def test_logged_tokens_follow_concurrency_when_context_is_not_whole_blocks(plan_json):
+    # vLLM 0.32 logs int(max_concurrency x max_model_len): 1365 blocks / cdiv(4000, 128) = 32
+    # blocks per request -> 42.66x -> 170,625 tokens, not 1365 x 128
+    p = plan_json("--model", "qwen2.5-0.5b-instruct", "--instance", "g6e.xlarge",
+                  "--kv-cache-memory", "2", "--block-size", "128", "--max-model-len", "4000")
+    assert p["kv_cache_blocks"] == 1365
+    assert p["kv_cache_tokens"] == int(1365 / 32 * 4000)
