@@ -14,8 +14,11 @@ import yaml
 from .engine_env import REPO
 
 # Tiny stand-in per architecture of the catalog (generator/vllm_eks/data/models.yaml). The stand-in
-# keeps the attention shape family: GQA, QKV bias, sliding-window layers. gpt-oss is served by
-# the sliding-window stand-in: its MXFP4 experts have no CPU kernel in this build.
+# keeps the attention shape family: GQA, QKV bias, sliding-window layers. gpt-oss scenarios are
+# served by the sliding-window stand-in: vLLM renders gpt-oss chat requests with the harmony
+# encoding, whose token ids (200000+) need the real 201k vocabulary, which cannot be built
+# offline. The tiny gpt-oss model (experts, sinks, alternating windows) is used by the sizing
+# tests, where no chat is rendered.
 TINY_FOR_ARCHITECTURE = {
     "LlamaForCausalLM": "llama",
     "Qwen2ForCausalLM": "qwen2",
@@ -31,7 +34,7 @@ _SET_TO_ONE = ("--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp
 # Flags that only mean something on GPUs / in the cluster; each is listed in the docs.
 _DROP_WITH_VALUE = (
     "--kv-cache-memory-bytes",  # GPU-sized budget; the CPU budget is VLLM_CPU_KVCACHE_SPACE
-    "--quantization", "-q",  # the tiny stand-in is an unquantized bf16 checkpoint
+    "--quantization", "-q",  # the tiny stand-ins are unquantized bf16 checkpoints
     "--distributed-executor-backend",  # ray/mp across GPUs; one CPU worker here
     "--load-format", "--model-loader-extra-config",  # S3 streaming; the model is a local folder
     "--kv-transfer-config",  # NIXL prefill/decode transfer over GPU memory and EFA

@@ -14,8 +14,13 @@ CASES = [
     ("llama", 2, 1000),  # a context that is not a whole number of blocks
     ("qwen2", 3, 4096),
     ("mistral-swa", 1, 2048),  # sliding window 256 < max_model_len: sliding-window KV spec
+    ("gpt-oss", 1, 8192),  # alternating sliding (128) / full layers: two KV layer groups
 ]
 BLOCK_SIZE = 128
+# Batch limits given to both the engine and the generator: a sliding-window layer keeps
+# window - 1 + max_num_batched_tokens tokens per request, so both must use the same value.
+MAX_NUM_BATCHED_TOKENS = 4096
+MAX_NUM_SEQS = 64
 
 
 @pytest.mark.parametrize("tiny,kv_gib,max_model_len", CASES,
@@ -27,13 +32,15 @@ def test_engine_logs_generator_prediction(tiny: str, kv_gib: int, max_model_len:
     # that would otherwise run before the sizing line (vllm/v1/worker/cpu_worker.py
     # _should_warm_up_model); the KV arithmetic does not depend on compilation.
     args = [path, "--max-model-len", str(max_model_len), "--block-size", str(BLOCK_SIZE),
-            "--enforce-eager", "--host", "127.0.0.1"]
+            "--max-num-batched-tokens", str(MAX_NUM_BATCHED_TOKENS),
+            "--max-num-seqs", str(MAX_NUM_SEQS), "--enforce-eager", "--host", "127.0.0.1"]
     env = {"VLLM_CPU_KVCACHE_SPACE": str(kv_gib)}
     srv = server_pool.get(("sizing", tiny, kv_gib, max_model_len),
                           f"sizing-{tiny}-{kv_gib}GiB-{max_model_len}", args, env)
     logged = srv.sizing()
     pred = predict(f"{path}/config.json", kv_cache_gib=kv_gib, block_size=BLOCK_SIZE,
-                   max_model_len=max_model_len)
+                   max_model_len=max_model_len, max_num_seqs=MAX_NUM_SEQS,
+                   max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS)
     matched = (pred.kv_cache_tokens == logged.tokens
                and pred.concurrency_as_logged == logged.max_concurrency)
     REPORT.sizing_case(

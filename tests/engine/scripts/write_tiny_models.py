@@ -11,6 +11,9 @@ sliding window) matter to the tests, and those are varied on purpose:
   - qwen2:  Qwen2-style (attention bias on q/k/v, 1 KV head, tied embeddings)
   - mistral-swa: Mistral-style with an explicit head_dim (64, not hidden/heads) and a sliding
     window on every layer, so the KV cache uses vLLM's sliding-window spec.
+  - gpt-oss: gpt-oss-style mixture of experts (4 experts, top-2, bf16: the MXFP4 expert format
+    has no CPU kernel) with attention sinks, YaRN RoPE and alternating sliding-window / full
+    attention layers, so the KV cache has two layer groups.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from pathlib import Path
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import (
+    GptOssConfig,
+    GptOssForCausalLM,
     LlamaConfig,
     LlamaForCausalLM,
     MistralConfig,
@@ -103,6 +108,13 @@ def specs(tokenizer: PreTrainedTokenizerFast) -> dict[str, tuple[type, object]]:
         "mistral-swa": (MistralForCausalLM, MistralConfig(
             **base, num_key_value_heads=2, head_dim=64, sliding_window=256,
             rope_theta=10000.0, tie_word_embeddings=False)),
+        "gpt-oss": (GptOssForCausalLM, GptOssConfig(
+            **base, num_key_value_heads=2, head_dim=64, num_local_experts=4,
+            num_experts_per_tok=2, sliding_window=128,
+            layer_types=["sliding_attention", "full_attention"], tie_word_embeddings=False,
+            rope_scaling={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,
+                          "beta_slow": 1.0, "truncate": False,
+                          "original_max_position_embeddings": 4096})),
     }
 
 
