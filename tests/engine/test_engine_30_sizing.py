@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.engine.planner import predict
+from tests.engine.planner import predict, prediction_caveat
 from tests.engine.report import REPORT
 
 # (tiny model, KV GiB, max_model_len). Block size 128: the CPU default.
@@ -48,4 +48,5 @@ def test_engine_logs_generator_prediction(tiny: str, kv_gib: int, max_model_len:
         f"{logged.tokens:,} tokens {logged.max_concurrency}x, generator "
         f"{pred.kv_cache_tokens:,} {pred.concurrency_as_logged}x", matched)
     assert logged.max_model_len == max_model_len, logged
-    assert matched, f"engine logged {logged}, generator predicted {pred}\n  {pred.command}"
+    assert matched, (f"engine logged {logged}, generator predicted {pred}\n  {pred.command}"
+                     + prediction_caveat())

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.engine import scenarios as sc
-from tests.engine.planner import predict
+from tests.engine.planner import predict, prediction_caveat
 from tests.engine.report import REPORT
 from tests.engine.serving import (ScenarioRun, prepare, run_helm_test_pods, scenario_order,
                                   server_key)
@@ -97,4 +97,5 @@ def test_sizing_matches_generator(scenario_run: ScenarioRun) -> None:
         f"block {block}, len {logged.max_model_len}: engine {logged.tokens:,} tokens "
         f"{logged.max_concurrency}x, generator {pred.kv_cache_tokens:,} {pred.concurrency_as_logged}x",
         matched)
-    assert matched, (f"engine logged {logged}, generator predicted {pred}\n  {pred.command}")
+    assert matched, (f"engine logged {logged}, generator predicted {pred}\n  {pred.command}"
+                     + prediction_caveat())
