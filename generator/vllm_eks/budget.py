@@ -31,6 +31,7 @@ class Settings:
     max_num_seqs: int
     block_size: int
     kv_cache_memory_bytes: int | None
+    async_scheduling: bool = True
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class Budget:
         w = self.worst
         s = self.settings
         return kvcache.capacity(w.layout, w.available, s.block_size, max_model_len,
-                                kvcache.in_flight_tokens(s.max_num_batched_tokens, s.pp))
+                                kvcache.in_flight_tokens(s.max_num_batched_tokens, s.pp, s.async_scheduling))
 
 
 def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings) -> Budget:

@@ -46,6 +46,9 @@ _PLAN_OPTIONS: list[Callable] = [
     click.option("--max-num-batched-tokens", type=int, help="Pin the tokens per scheduler step."),
     click.option("--block-size", type=int, help="KV cache block size in tokens (default 16, as vLLM on CUDA; 128 on CPU)."),
     click.option("--kv-cache-memory", "kv_cache_memory_gib", type=float, help="KV cache GiB per GPU, skipping the profile estimate (vLLM --kv-cache-memory-bytes)."),
+    click.option("--async-scheduling/--no-async-scheduling", default=True, show_default=True,
+                 help="vLLM's async scheduling (on by default on GPUs; vLLM's CPU platform turns it off). "
+                      "Sliding-window KV sizing depends on it."),
     click.option("--load-bandwidth-mib-s", type=float, help="Weight download/load rate for the startup-probe budget (default 400)."),
     click.option("--served-model-name", help="Name clients use (default: the Hugging Face repo id)."),
     click.option("--model-source", help="What vLLM loads instead of the repo id: s3://bucket/prefix or a mounted path."),

@@ -7,7 +7,7 @@ from __future__ import annotations
 def engine_args(*, tp: int, pp: int, dtype: str, quantization: str | None, kv_cache_dtype: str,
                 max_model_len: int, gpu_memory_utilization: float, kv_cache_memory_bytes: int | None,
                 max_num_seqs: int, max_num_batched_tokens: int, block_size: int, served_model_name: str,
-                shutdown_timeout: int, s3: bool) -> list[str]:
+                shutdown_timeout: int, s3: bool, async_scheduling: bool = True) -> list[str]:
     args = [
         "--served-model-name", served_model_name,
         "--tensor-parallel-size", str(tp),
@@ -35,5 +35,7 @@ def engine_args(*, tp: int, pp: int, dtype: str, quantization: str | None, kv_ca
         args += ["--distributed-executor-backend", "ray"]
     if s3:
         args += ["--load-format", "runai_streamer"]
+    if not async_scheduling:
+        args += ["--no-async-scheduling"]
     args += ["--shutdown-timeout", str(shutdown_timeout)]
     return args

@@ -77,11 +77,12 @@ class KVCapacity:
     max_concurrency: float      # as vLLM logs "Maximum concurrency for L tokens per request"
 
 
-def in_flight_tokens(max_num_batched_tokens: int, pp: int) -> int:
+def in_flight_tokens(max_num_batched_tokens: int, pp: int, async_scheduling: bool = True) -> int:
     """vLLM's VllmConfig.max_in_flight_tokens: every concurrent batch may hold a full step.
-    Concurrent batches: 2 with async scheduling (vLLM's default at PP=1), PP stages otherwise
-    (the V1 model runner turns async scheduling off with pipeline parallelism)."""
-    return max_num_batched_tokens * (2 if pp == 1 else pp)
+    Concurrent batches: 2 with async scheduling (vLLM's default at PP=1 on GPUs), PP stages
+    otherwise (the V1 model runner turns async scheduling off with pipeline parallelism, and
+    vLLM's CPU platform turns it off always)."""
+    return max_num_batched_tokens * (2 if pp == 1 and async_scheduling else pp)
 
 
 def blocks_for_request(group_window: int | None, max_model_len: int, block_size: int,

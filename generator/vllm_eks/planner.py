@@ -134,7 +134,8 @@ class _Planner:
                 f"--max-num-batched-tokens ({self.batched}) must be >= max_num_seqs ({self.seqs0})")
 
     def budget(self, tp: int, pp: int, seqs: int | None = None) -> budget_mod.Budget:
-        s = budget_mod.Settings(tp, pp, self.util, self.batched, seqs or self.seqs0, self.block, self.kv_pin)
+        s = budget_mod.Settings(tp, pp, self.util, self.batched, seqs or self.seqs0, self.block, self.kv_pin,
+                                self.req.async_scheduling)
         return budget_mod.compute(self.a, self.hw, self.p, s)
 
     def concurrency(self, b: budget_mod.Budget, length: int) -> float:
@@ -248,7 +249,8 @@ class _Planner:
             for label, bits in (("fp8", 8.0), ("a 4-bit AWQ/GPTQ checkpoint", 4 + 20 / 128)):
                 alt = budget_mod.Precisions(self.p.dtype, self.p.dtype_bytes, "x", bits, "linear",
                                             self.p.kv_cache_dtype, self.p.kv_dtype_bytes)
-                s = budget_mod.Settings(tp, pp, self.util, self.batched, self.seqs0, self.block, self.kv_pin)
+                s = budget_mod.Settings(tp, pp, self.util, self.batched, self.seqs0, self.block, self.kv_pin,
+                                        self.req.async_scheduling)
                 b = budget_mod.compute(self.a, self.hw, alt, s)
                 if b.fits_weights and b.capacity(self.required_len).max_concurrency >= 1:
                     flag = "--quantization fp8" if bits == 8.0 else "--model <awq/gptq checkpoint>"
@@ -330,7 +332,7 @@ def _plan(self: _Planner) -> Plan:
         kv_cache_dtype=p.kv_cache_dtype, max_model_len=max_len, gpu_memory_utilization=self.util,
         kv_cache_memory_bytes=self.kv_pin, max_num_seqs=seqs, max_num_batched_tokens=self.batched,
         block_size=self.block, served_model_name=served, shutdown_timeout=sizing.shutdown_timeout_seconds,
-        s3=source.startswith("s3://"))
+        s3=source.startswith("s3://"), async_scheduling=req.async_scheduling)
     topology = "multi-node" if multi else "single-node"
     serve_autoscaling = prefill = decode = kv_transfer = None
     if req.topology == "ray-serve":

@@ -39,6 +39,8 @@ class PlanRequest(BaseModel):
     max_num_batched_tokens: int | None = None
     block_size: int | None = None
     kv_cache_memory_gib: float | None = None
+    async_scheduling: bool = Field(
+        default=True, description="vLLM's async scheduling (its default on GPUs; its CPU platform turns it off)")
 
     # pod sizing inputs
     load_bandwidth_mib_s: float | None = None

@@ -159,3 +159,14 @@ def test_disaggregated_pools_on_g6_8xlarge(plan_json):
 def test_disaggregated_needs_efa(cli):
     r = cli("plan", "--model", "qwen3-8b", "--instance", "g6.xlarge", "--topology", "disaggregated")
     assert r.exit_code == 1 and "no EFA" in r.stderr
+
+
+def test_async_scheduling_changes_sliding_window_capacity_only(plan_json):
+    on = plan_json("--model", "gpt-oss-120b", "--instance", "p5.48xlarge")
+    off = plan_json("--model", "gpt-oss-120b", "--instance", "p5.48xlarge", "--no-async-scheduling")
+    # one step in flight instead of two: a sliding group needs fewer blocks per request
+    assert off["max_concurrency"] > on["max_concurrency"]
+    assert "--no-async-scheduling" in off["engine_args"] and "--no-async-scheduling" not in on["engine_args"]
+    dense_on = plan_json("--model", "llama-3.1-8b-instruct", "--instance", "g6e.xlarge")
+    dense_off = plan_json("--model", "llama-3.1-8b-instruct", "--instance", "g6e.xlarge", "--no-async-scheduling")
+    assert dense_on["kv_cache_tokens"] == dense_off["kv_cache_tokens"]
