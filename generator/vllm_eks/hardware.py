@@ -34,6 +34,8 @@ class Hardware:
     local_nvme_gb: int
     usd_per_hour: float | None
     in_catalog: bool = True
+    bf16_tflops: float | None = None       # datasheet dense BF16 tensor throughput of one GPU
+    memory_bandwidth: float | None = None  # datasheet memory bandwidth of one GPU, bytes/s
 
 
 def _quantity_to_bytes(q: str) -> int:
@@ -49,12 +51,13 @@ def _millicores(q: str) -> int:
 
 
 @lru_cache(maxsize=1)
-def _gpu_totals() -> dict[tuple[str, int], tuple[int | None, str]]:
+def _gpu_facts() -> dict[tuple[str, int], dict]:
     data = yaml.safe_load(resources.files(__package__).joinpath("data/gpus.yaml").read_text())
-    out = {}
-    for key, g in (data.get("gpus") or {}).items():
-        out[(g["karpenter_gpu_name"], int(g["nvidia_smi_mib"]))] = (g.get("cuda_total_bytes"), g.get("cuda_total_source", key))
-    return out
+    return {(g["karpenter_gpu_name"], int(g["nvidia_smi_mib"])): g for g in (data.get("gpus") or {}).values()}
+
+
+def _gpu_totals() -> dict[tuple[str, int], tuple[int | None, str]]:
+    return {k: (g.get("cuda_total_bytes"), g.get("cuda_total_source", "")) for k, g in _gpu_facts().items()}
 
 
 def driver_reservation_bytes() -> int:
@@ -71,6 +74,13 @@ def cuda_total_bytes(gpu: str, nvidia_smi_mib: int) -> tuple[int, str]:
     reserve = driver_reservation_bytes()
     return (nvidia_smi_mib * MIB - reserve,
             f"nvidia-smi {nvidia_smi_mib} MiB minus the {reserve / MIB:.0f} MiB driver reservation seen on catalogued GPUs")
+
+
+def _speed(gpu: str, smi_mib: int) -> dict:
+    g = _gpu_facts().get((gpu, smi_mib)) or {}
+    tflops, bw = g.get("bf16_dense_tflops"), g.get("memory_bandwidth_gb_s")
+    return {"bf16_tflops": float(tflops) if tflops else None,
+            "memory_bandwidth": float(bw) * 1e9 if bw else None}
 
 
 @lru_cache(maxsize=1)
@@ -91,6 +101,7 @@ def instance_catalog() -> dict[str, Hardware]:
             efa_max=int(row["efa_max"]), network_mbps=int(row["net_mbps_baseline"]),
             local_nvme_gb=int(row["local_nvme_gb"] or 0),
             usd_per_hour=float(row["usd_hr_us_east_1"]) if row["usd_hr_us_east_1"] else None,
+            **_speed(row["gpu"], smi),
         )
     return out
 

@@ -119,6 +119,10 @@ class Plan(BaseModel):
     queue_alert_threshold: int = Field(description="Requests waiting per engine that raise the queue alert")
     scale_up_period_seconds: int = Field(description="HPA scale-up policy period: one replica start-up")
 
+    # latency SLO defaults of the alert rules
+    slo_ttft_p99_seconds: float
+    slo_tpot_p99_seconds: float
+
     # money
     cost_per_hour_usd: float | None = Field(description="On-demand price of one replica (all its nodes)")
 

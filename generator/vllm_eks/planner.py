@@ -16,6 +16,7 @@ from . import weights
 from .architecture import DTYPE_BYTES, Architecture
 from .capacity import plan_capacity
 from .catalog import ResolvedModel, resolve_model
+from .latency import default_slos
 from .engine_args import engine_args
 from .errors import DoesNotFitError, InvalidOptionError
 from .hardware import GIB, Hardware, resolve_hardware
@@ -360,6 +361,7 @@ def _plan(self: _Planner) -> Plan:
         prefill_replicas=prefill.replicas if prefill else None, decode_replicas=decode.replicas if decode else None,
         nodes_per_replica=nodes, gpus_per_pod=gpus_per_pod, gpus_per_node=hw.gpus_per_node,
         ephemeral_bytes=sizing.ephemeral_bytes, max_num_seqs=seqs, startup_seconds=sizing.startup_seconds)
+    slos = default_slos(a, hw, tp, pp, b.weights_total, max_len)
     prec = weights.precision_for(a, p.dtype_bytes, p.quant_bits, p.quant_scope)
     per_tok = max(s.layout.bytes_per_token for s in b.stages)
     lay = worst.layout
@@ -438,6 +440,9 @@ def _plan(self: _Planner) -> Plan:
         add("expected_bus_bandwidth_gbytes_per_s", f"{hw.network_mbps / 8000:g} GB/s",
             f"network rating {hw.network_mbps} Mbit/s / 8000",
             "the all-reduce diagnostic fails far below it: NCCL fell back to TCP")
+    add("slo_ttft_p99_seconds", f"{slos.ttft_seconds} s", slos.ttft_formula,
+        "default of the TTFT alert; datasheet figures in data/gpus.yaml")
+    add("slo_tpot_p99_seconds", f"{slos.tpot_seconds} s", slos.tpot_formula, "default of the TPOT alert")
     if cost is not None:
         add("cost_per_hour_usd", f"${cost:.2f}", f"${hw.usd_per_hour}/h x {nodes} node(s) x {gpus_per_pod}/{hw.gpus_per_node} GPUs",
             "on-demand us-east-1 (override with --price-per-hour)")
@@ -466,6 +471,7 @@ def _plan(self: _Planner) -> Plan:
         pool_nodes=cap_plan.pool_nodes, pool_gpu_limit=cap_plan.pool_gpu_limit,
         root_volume_bytes=cap_plan.root_volume_bytes, queue_alert_threshold=cap_plan.queue_alert_threshold,
         scale_up_period_seconds=cap_plan.scale_up_period_seconds,
+        slo_ttft_p99_seconds=slos.ttft_seconds, slo_tpot_p99_seconds=slos.tpot_seconds,
         cost_per_hour_usd=cost, engine_args=args, serve_autoscaling=serve_autoscaling, prefill=prefill,
         decode=decode, kv_transfer_config=kv_transfer, derivations=d)
 

@@ -52,6 +52,7 @@ def make_plan(**overrides) -> Plan:
         shutdown_timeout_seconds=120, prestop_seconds=15, termination_grace_period_seconds=150,
         cost_per_hour_usd=55.04, autoscaling_min_replicas=3, autoscaling_max_replicas=6, pool_nodes=6,
         pool_gpu_limit=56, root_volume_bytes=220 * GiB, queue_alert_threshold=64, scale_up_period_seconds=905,
+        slo_ttft_p99_seconds=0.5, slo_tpot_p99_seconds=0.03,
         engine_args=["meta-llama/Llama-3.1-70B-Instruct", "--served-model-name", "llama-70b",
                      "--tensor-parallel-size", "8", "--pipeline-parallel-size", "1",
                      "--max-model-len=131072", "--gpu-memory-utilization", "0.9",

@@ -107,8 +107,8 @@ class Dashboards(_Values):
 
 
 class Slo(_Values):
-    ttft_p99_seconds: float = Field(default=2.0, gt=0, description="p99 time to first token SLO (seconds)")
-    tpot_p99_seconds: float = Field(default=0.1, gt=0, description="p99 time per output token SLO (seconds)")
+    ttft_p99_seconds: float = Field(default=2.0, gt=0, description="p99 time to first token SLO (seconds); the generator derives it from the Plan")
+    tpot_p99_seconds: float = Field(default=0.1, gt=0, description="p99 time per output token SLO (seconds); the generator derives it from the Plan")
 
 
 class Thresholds(_Values):
@@ -253,6 +253,7 @@ def build_values(plan: Plan, options: ValuesOptions) -> ObservabilityValues:
                       served_model_name=plan.served_model_name),
         prometheus=Prometheus(monitor_labels={"release": options.prometheus_release_label}),
         metrics=Metrics(job=options.release),
-        rules=Rules(thresholds=Thresholds(queue_depth_per_replica=plan.queue_alert_threshold)),
+        rules=Rules(thresholds=Thresholds(queue_depth_per_replica=plan.queue_alert_threshold),
+                    slo=Slo(ttft_p99_seconds=plan.slo_ttft_p99_seconds, tpot_p99_seconds=plan.slo_tpot_p99_seconds)),
         autoscaling=autoscaling_for(plan),
     )

@@ -1,0 +1,62 @@
+"""Rough single-request latencies of a layout, used only for the default latency SLOs of the
+alert rules (a user sets real SLOs in the observability values).
+
+Prefill is compute-bound: 2 FLOPs per active parameter per prompt token, spread over the TP
+ranks at a fraction of the datasheet BF16 throughput. Decode is memory-bound: every output token
+reads the active weights once, over the TP ranks' memory bandwidth, and PP stages run one after
+the other for one token. The SLO leaves room for batching and queueing on top."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import weights
+from .architecture import Architecture
+from .hardware import Hardware
+
+PREFILL_MFU = 0.4           # fraction of peak tensor throughput a prefill reaches
+DECODE_MBU = 0.6            # fraction of peak memory bandwidth a decode step reaches
+TYPICAL_PROMPT_TOKENS = 2048
+TTFT_HEADROOM, TTFT_FLOOR = 4.0, 0.5
+TPOT_HEADROOM, TPOT_FLOOR = 3.0, 0.03
+# Without datasheet figures (hardware outside the catalog) the SLOs fall back to these.
+DEFAULT_TTFT_SLO, DEFAULT_TPOT_SLO = 2.0, 0.1
+
+
+@dataclass(frozen=True)
+class Slos:
+    ttft_seconds: float
+    tpot_seconds: float
+    ttft_formula: str
+    tpot_formula: str
+
+
+def active_parameters(a: Architecture) -> int:
+    """Parameters one token passes through: MoE layers count only the routed experts it uses."""
+    total = weights.total_parameters(a)
+    if a.moe is None:
+        return total
+    unused = sum(lp.experts for lp in weights.layer_table(a)) * (1 - a.moe.experts_per_token / a.moe.num_experts)
+    return int(total - unused)
+
+
+def default_slos(a: Architecture, hw: Hardware, tp: int, pp: int, weights_total: int,
+                 max_model_len: int) -> Slos:
+    if not hw.bf16_tflops or not hw.memory_bandwidth:
+        why = f"no datasheet figures for {hw.gpu}: fixed defaults"
+        return Slos(DEFAULT_TTFT_SLO, DEFAULT_TPOT_SLO, why, why)
+    active = active_parameters(a)
+    prompt = min(max_model_len, TYPICAL_PROMPT_TOKENS)
+    prefill = 2 * active * prompt / (tp * hw.bf16_tflops * 1e12 * PREFILL_MFU)
+    active_bytes = weights_total * active / weights.total_parameters(a)
+    decode = active_bytes / (tp * hw.memory_bandwidth * DECODE_MBU)
+    ttft = round(max(TTFT_FLOOR, TTFT_HEADROOM * prefill), 2)
+    tpot = round(max(TPOT_FLOOR, TPOT_HEADROOM * decode), 3)
+    return Slos(
+        ttft, tpot,
+        f"max({TTFT_FLOOR} s, {TTFT_HEADROOM:g} x prefill of {prompt} tokens: 2 x {active / 1e9:.1f}B active params "
+        f"x {prompt} / (TP {tp} x {hw.bf16_tflops:g} TFLOPS x {PREFILL_MFU}) = {prefill:.3f} s)",
+        f"max({TPOT_FLOOR} s, {TPOT_HEADROOM:g} x decode step: {active_bytes / 1e9:.1f} GB active weights / "
+        f"(TP {tp} x {hw.memory_bandwidth / 1e9:g} GB/s x {DECODE_MBU}) = {decode * 1000:.1f} ms)"
+        + (f", PP {pp} stages in turn: the bandwidth of all {tp * pp} GPUs is not used at once" if pp > 1 else ""),
+    )
