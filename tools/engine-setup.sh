@@ -31,6 +31,21 @@ EXCLUDED="torch torchvision torchaudio torchcodec"
 log() { printf 'engine-setup: %s\n' "$*"; }
 
 # ---------------------------------------------------------------------------------------------
+# curl: the chart's helm-test script sends its requests with it, and the tier runs that script.
+ensure_curl() {
+  if command -v curl >/dev/null 2>&1; then
+    log "curl: $(command -v curl)"
+    return
+  fi
+  if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    log "error: no curl on PATH; install it and re-run make engine-setup" >&2
+    exit 1
+  fi
+  log "curl: apt-get install -y curl"
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends curl >/dev/null
+}
+
 # Prometheus server (and promtool) from Debian's `prometheus` package. The tier runs its own
 # server on a free loopback port with a generated config; a system service started by the
 # package is stopped and disabled so it does not keep port 9090 or scrape anything.
@@ -149,6 +164,7 @@ PY
 }
 
 ensure_prometheus
+ensure_curl
 
 mkdir -p "$(dirname "$venv")"
 # One install at a time per venv path (two clones running make test at once would clash).
