@@ -13,7 +13,7 @@ from .hardware import GIB
 # compressed, about twice that unpacked), then the model cache the pod keeps as ephemeral storage.
 OS_DISK_BYTES = 20 * GIB
 IMAGE_DISK_BYTES = 30 * GIB
-# KEDA aims at this many waiting requests per replica (seed 004); the queue alert fires at
+# KEDA aims at this many waiting requests per replica (the 70B-on-EKS guide); the queue alert fires at
 # twice that or a quarter of the running batch, whichever is more.
 KEDA_QUEUE_TARGET = 5
 # HPA scaling-policy periods must stay within 1800 s.

@@ -55,7 +55,7 @@ def negative_results(engine: EngineVenv, rendered_scenarios) -> dict:
     name, objects = next(iter(rendered_scenarios.items()))
     base = list(sc.serve_invocations(name, objects)[0].args)
     cases = {
-        "engine-use-ray": base + ["--engine-use-ray"],  # the seeds' flag, gone from vLLM
+        "engine-use-ray": base + ["--engine-use-ray"],  # an old blog post's flag, gone from vLLM
         "gpu-mem-abc": base + ["--gpu-memory-utilization", "abc"],
         "tp-not-int": base + ["--tensor-parallel-size", "two"],
         "bad-choice": base + ["--kv-cache-dtype", "fp3"],

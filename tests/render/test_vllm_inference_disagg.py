@@ -1,4 +1,4 @@
-"""charts/vllm-inference topology disaggregated (seed 003): a RayService with Ray Serve LLM's
+"""charts/vllm-inference topology disaggregated (the Ray LLM prefill/decode guide): a RayService with Ray Serve LLM's
 prefill/decode app, one worker group per pool sized by the Plan, NIXL KV transfer with the
 LIBFABRIC backend, EFA on every GPU pod, the pools in one zone."""
 

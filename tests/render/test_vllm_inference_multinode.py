@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "vllm-inference"
 CI = CHART / "ci" / "07-multi-node-lws-values.yaml"
 NAMESPACE = "llm"
-# The seeds' settings for the old aws-ofi-nccl; current plugins choose the provider themselves.
+# Old blog posts' settings for the old aws-ofi-nccl; current plugins choose the provider themselves.
 OUTDATED_ENV = {"FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE", "RDMAV_FORK_SAFE", "NCCL_PROTO"}
 PLANNED = [("llama-3.1-405b-instruct", "p5.48xlarge"), ("deepseek-v3", "p5.48xlarge")]
 

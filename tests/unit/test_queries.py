@@ -208,7 +208,7 @@ def test_expression_parses_and_uses_known_metrics(where: str, expr: str) -> None
 
 
 def test_renamed_metrics_are_queried_under_both_names() -> None:
-    """Every query reading a renamed metric's new name also reads the old one (seed 004 §7)."""
+    """Every query reading a renamed metric's new name also reads the old one (the 70B-on-EKS guide, §7)."""
     for where, expr in EXPRESSIONS:
         names = set(_selectors(promql_parser.parse(expr)))
         for old, new in RENAMED.items():
@@ -270,7 +270,7 @@ def test_dashboard_structure(path: Path) -> None:
 
 
 def test_serving_dashboard_has_the_seed_panels() -> None:
-    """Seed 004's four panels plus the ones issue 6 asks for, found by the metric they read."""
+    """The 70B-on-EKS guide's four panels plus the ones issue 6 asks for, found by the metric they read."""
     exprs = " ".join(expr for where, expr in EXPRESSIONS if where.startswith("vllm-serving.json panel"))
     for needle in ("vllm_ttft_seconds:p99", "vllm_tpot_seconds:p99", "vllm:num_requests_waiting",
                    "vllm:kv_cache_usage_perc", "vllm:prompt_tokens_total", "vllm:generation_tokens_total",

@@ -1,4 +1,4 @@
-"""Figures from seed 004 (the blog post the product started from), reproduced by the engine."""
+"""Figures from the 70B-on-EKS guide , reproduced by the engine."""
 
 from vllm_eks import kvcache, weights
 from vllm_eks.catalog import resolve_model
