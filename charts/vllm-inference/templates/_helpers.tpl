@@ -210,3 +210,22 @@ helm.sh/chart: {{ include "vllm-inference.chart" . }}
 {{- printf "%s:%s" $img.repository $img.tag }}
 {{- end }}
 {{- end }}
+
+{{/*
+Replica count of the Deployment or LeaderWorkerSet. When an autoscaler owns it
+(replicasManagedExternally), an upgrade keeps the count the live object has, so helm upgrade
+does not undo a scale-out; a first install (and `helm template`, where lookup finds nothing)
+starts from .Values.replicas, the Plan's minimum.
+*/}}
+{{- define "vllm-inference.replicas" -}}
+{{- $v := .root.Values -}}
+{{- $live := dict -}}
+{{- if $v.replicasManagedExternally -}}
+{{- $live = lookup .apiVersion .kind .root.Release.Namespace (include "vllm-inference.fullname" .root) | default dict -}}
+{{- end -}}
+{{- if and $live $live.spec (hasKey $live.spec "replicas") -}}
+{{- $live.spec.replicas | int -}}
+{{- else -}}
+{{- $v.replicas | int -}}
+{{- end -}}
+{{- end -}}

@@ -464,6 +464,10 @@ class VllmInferenceValues(ValuesModel):
     replicas: int = Field(1, ge=0, description=(
         "Model copies: pods (single-node) or LeaderWorkerSet groups (multi-node); ray-serve and "
         "disaggregated size themselves from rayServe / disaggregated"))
+    replicas_managed_externally: bool = Field(False, description=(
+        "An autoscaler owns the replica count (the observability chart's KEDA ScaledObject): a "
+        "helm upgrade keeps the replica count of the live object instead of resetting it to "
+        "`replicas` (Helm lookup); a first install starts from `replicas`"))
     image: Image = Field(default_factory=Image, description="vLLM server image")
     image_pull_secrets: list[LocalObjectReference] = Field(default_factory=list, description="imagePullSecrets")
     model: Model = Field(default_factory=Model, description="What to serve and where it comes from")
@@ -642,6 +646,8 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
     values = VllmInferenceValues(
         topology=plan.topology,
         replicas=plan.replicas,
+        # KEDA scales these topologies (charts/observability), from the Plan's autoscaling bounds
+        replicas_managed_externally=plan.topology in ("single-node", "multi-node"),
         model=_model(plan, options),
         engine=Engine(tensor_parallel_size=plan.tensor_parallel_size,
                       pipeline_parallel_size=plan.pipeline_parallel_size, args=kept),
