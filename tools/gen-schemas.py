@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHARTS: list[tuple[str, str, str]] = [
     ("charts/vllm-inference", "vllm_eks.values.vllm_inference:VllmInferenceValues", "vllm-inference values"),
     ("charts/observability", "vllm_eks.values.observability:ObservabilityValues", "observability values"),
+    ("charts/gpu-infra", "vllm_eks.values.gpu_infra:GpuInfraValues", "gpu-infra values"),
 ]
 
 

@@ -169,7 +169,9 @@ def test_values_schema_is_generated_from_the_model() -> None:
     ({"amiFamily": "al2"}, "amiFamily"),
     ({"metadataOptions": {"httpTokens": "off"}}, "httpTokens"),
     ({"poolDefaults": {"disruption": {"consolidateAfter": "ten minutes"}}}, "consolidateAfter"),
-], ids=["gpuLimit-0", "unknown-key", "al2-family", "imds-tokens", "duration"])
+    ({"dcgmExporter": {"resources": {"requests": {"cpu": "lots", "memory": "512Mi"},
+                                     "limits": {"cpu": "500m", "memory": "1Gi"}}}}, "cpu"),
+], ids=["gpuLimit-0", "unknown-key", "al2-family", "imds-tokens", "duration", "bad-quantity"])
 def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict, message: str) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
 from .. import contract
 from ..errors import InvalidOptionError
 from ..hardware import instance_catalog
 from ..plan import Plan
+from .base import Quantity, ValuesModel
 from .options import ValuesOptions
 
 GIB = 1024**3
@@ -43,34 +43,30 @@ GP3_IOPS = 16000
 GP3_THROUGHPUT_MIBPS = 1000
 
 
-class _Values(BaseModel):
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
-
-
-class Image(_Values):
+class Image(ValuesModel):
     repository: str = Field(description="Image repository")
     tag: str = Field(min_length=1, description="Pinned image tag (never `latest`)")
     pull_policy: Literal["IfNotPresent", "Always"] = Field(
         default="IfNotPresent", description="Kubernetes imagePullPolicy")
 
 
-class ResourceQuantities(_Values):
-    cpu: str = Field(description="CPU quantity, e.g. 50m")
-    memory: str = Field(description="Memory quantity, e.g. 64Mi")
+class ResourceQuantities(ValuesModel):
+    cpu: Quantity = Field(description="CPU quantity, e.g. 50m")
+    memory: Quantity = Field(description="Memory quantity, e.g. 64Mi")
 
 
-class Resources(_Values):
+class Resources(ValuesModel):
     requests: ResourceQuantities = Field(description="Requests: what the scheduler reserves on every GPU node")
     limits: ResourceQuantities = Field(description="Limits")
 
 
-class DaemonSetValues(_Values):
+class DaemonSetValues(ValuesModel):
     enabled: bool = Field(default=True, description="Render this DaemonSet")
     image: Image = Field(description="Container image")
     resources: Resources = Field(description="Container resources (requests count against every GPU node)")
 
 
-class DcgmService(_Values):
+class DcgmService(ValuesModel):
     port: int = Field(default=9400, ge=1, le=65535, description="Service and container port of the metrics endpoint")
 
 
@@ -78,13 +74,13 @@ class DcgmExporter(DaemonSetValues):
     service: DcgmService = Field(default_factory=DcgmService, description="ClusterIP Service in front of the exporter pods")
 
 
-class Discovery(_Values):
+class Discovery(ValuesModel):
     tag_key: str = Field(default="karpenter.sh/discovery", min_length=1,
                          description="Tag key on the subnets and security groups Karpenter may use")
     tag_value: str = Field(min_length=1, description="Tag value (usually the cluster name)")
 
 
-class MetadataOptions(_Values):
+class MetadataOptions(ValuesModel):
     http_endpoint: Literal["enabled", "disabled"] = Field(default="enabled", description="IMDS endpoint on or off")
     http_protocol_ipv6: Literal["enabled", "disabled"] = Field(
         default="disabled", alias="httpProtocolIPv6", description="IMDS over IPv6")
@@ -94,7 +90,7 @@ class MetadataOptions(_Values):
     http_tokens: Literal["required", "optional"] = Field(default="required", description="required = IMDSv2 only")
 
 
-class RootVolume(_Values):
+class RootVolume(ValuesModel):
     size_gi: int = Field(default=100, ge=1, le=16384,
                          description="gp3 volume size in GiB: OS + serving image + model cache")
     iops: int = Field(default=GP3_IOPS, ge=3000, le=16000, description="gp3 IOPS (3000-16000)")
@@ -104,7 +100,7 @@ class RootVolume(_Values):
     kms_key_id: str | None = Field(default=None, description="KMS key ARN; unset = the account's default EBS key")
 
 
-class CapacityReservationTerm(_Values):
+class CapacityReservationTerm(ValuesModel):
     id: str | None = Field(default=None, pattern=r"^cr-[0-9a-z]+$",
                            description="ODCR or Capacity Block id (exclusive with the other fields)")
     tags: dict[str, str] | None = Field(default=None, description="Select reservations by tags")
@@ -113,12 +109,12 @@ class CapacityReservationTerm(_Values):
         default=None, description="Select reservations by match criteria")
 
 
-class PlacementGroup(_Values):
+class PlacementGroup(ValuesModel):
     name: str | None = Field(default=None, min_length=1, description="Placement group name (exclusive with id)")
     id: str | None = Field(default=None, pattern=r"^pg-[0-9a-z]+$", description="Placement group id (exclusive with name)")
 
 
-class Budget(_Values):
+class Budget(ValuesModel):
     nodes: str = Field(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$", description="Nodes (count or percent) that may be disrupted at once")
     reasons: list[Literal["Underutilized", "Empty", "Drifted"]] | None = Field(
         default=None, description="Disruption reasons this budget applies to; unset = all")
@@ -127,7 +123,7 @@ class Budget(_Values):
                                  description="How long the budget is active after each schedule hit")
 
 
-class Disruption(_Values):
+class Disruption(ValuesModel):
     consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = Field(
         default="WhenEmpty", description="WhenEmpty: never move a serving pod to pack nodes tighter")
     consolidate_after: str = Field(default="10m", pattern=r"^(([0-9]+(s|m|h))+|Never)$",
@@ -141,7 +137,7 @@ class Disruption(_Values):
         description="Force node drain after this long; unset = wait for PodDisruptionBudgets")
 
 
-class PoolDefaults(_Values):
+class PoolDefaults(ValuesModel):
     """Settings every pool inherits unless the pool sets the key itself (maps merge key by key)."""
 
     capacity_types: list[Literal["on-demand", "spot", "reserved"]] = Field(
@@ -160,7 +156,7 @@ class PoolDefaults(_Values):
     disruption: Disruption = Field(default_factory=Disruption, description="Karpenter disruption settings")
 
 
-class RootVolumeOverride(_Values):
+class RootVolumeOverride(ValuesModel):
     size_gi: int | None = Field(default=None, ge=1, le=16384, description="gp3 volume size in GiB")
     iops: int | None = Field(default=None, ge=3000, le=16000, description="gp3 IOPS (3000-16000)")
     throughput: int | None = Field(default=None, ge=125, le=1000, description="gp3 throughput in MiB/s")
@@ -168,7 +164,7 @@ class RootVolumeOverride(_Values):
     kms_key_id: str | None = Field(default=None, description="KMS key ARN")
 
 
-class DisruptionOverride(_Values):
+class DisruptionOverride(ValuesModel):
     consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] | None = Field(
         default=None, description="Karpenter consolidation policy")
     consolidate_after: str | None = Field(default=None, pattern=r"^(([0-9]+(s|m|h))+|Never)$",
@@ -180,7 +176,7 @@ class DisruptionOverride(_Values):
                                                  description="Force node drain after this long")
 
 
-class Pool(_Values):
+class Pool(ValuesModel):
     """One GPU pool. Keys left out come from poolDefaults."""
 
     name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63,
@@ -202,13 +198,13 @@ class Pool(_Values):
     disruption: DisruptionOverride | None = Field(default=None, description="Overrides of poolDefaults.disruption")
 
 
-class NetworkPolicy(_Values):
+class NetworkPolicy(ValuesModel):
     enabled: bool = Field(default=True, description="Render a NetworkPolicy per DaemonSet")
     metrics_from: list[dict[str, Any]] = Field(
         default_factory=list, description="NetworkPolicy peers allowed to scrape the DCGM exporter (empty = any)")
 
 
-class GpuInfraValues(_Values):
+class GpuInfraValues(ValuesModel):
     cluster_name: str = Field(min_length=1, description="EKS cluster name")
     ami_family: Literal["al2023", "bottlerocket"] = Field(default="al2023", description="EKS optimized AMI family")
     ami_version: str = Field(min_length=1, description="Pinned AMI release for the alias family@version")

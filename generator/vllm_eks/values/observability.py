@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, model_validator
 
 from .. import contract
 from ..capacity import HPA_MAX_PERIOD_SECONDS, KEDA_QUEUE_TARGET
 from ..plan import Plan
+from .base import ValuesModel
 from .options import ValuesOptions
 
 # Chart name of the model server; its fullname helper (charts/vllm-inference/templates/_helpers.tpl)
@@ -33,11 +33,7 @@ DURATION_PATTERN = r"^([0-9]+(ms|s|m|h))+$"
 LABEL_VALUE_PATTERN = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
 
 
-class _Values(BaseModel):
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
-
-
-class Target(_Values):
+class Target(ValuesModel):
     release: str = Field(default="vllm", min_length=1, max_length=53,
                          description="Helm release name of charts/vllm-inference (its app.kubernetes.io/instance label)")
     namespace: str = Field(default="", max_length=63,
@@ -49,7 +45,7 @@ class Target(_Values):
     served_model_name: str = Field(default="", description="Model name vLLM reports in its model_name label")
 
 
-class Prometheus(_Values):
+class Prometheus(ValuesModel):
     monitor_labels: dict[str, str] = Field(
         default_factory=lambda: {"release": "kube-prometheus-stack"},
         description="Labels on monitors and rules so the Prometheus selects them")
@@ -57,14 +53,14 @@ class Prometheus(_Values):
                                 pattern=r"^https?://", description="URL of the Prometheus HTTP API KEDA queries")
 
 
-class Metrics(_Values):
+class Metrics(ValuesModel):
     job: str = Field(default="vllm", min_length=1, pattern=LABEL_VALUE_PATTERN,
                      description="job label written on every vLLM series; rules and the ScaledObject select on it")
     interval: Duration = Field(default="15s", pattern=DURATION_PATTERN, description="Scrape interval")
     scrape_timeout: Duration = Field(default="10s", pattern=DURATION_PATTERN, description="Scrape timeout")
 
 
-class VllmMonitor(_Values):
+class VllmMonitor(ValuesModel):
     enabled: bool = Field(default=True, description="Render the model-server ServiceMonitor / PodMonitor")
     port: str = Field(default=contract.SERVING_PORT_NAME, min_length=1, description="Port name serving /metrics")
     path: str = Field(default=contract.METRICS_PATH, pattern=r"^/", description="HTTP path of the metrics endpoint")
@@ -73,14 +69,14 @@ class VllmMonitor(_Values):
         description="Labels selecting the Service (single-node) or pods (multi-node). Empty: the vllm-inference labels")
 
 
-class RayServeMonitor(_Values):
+class RayServeMonitor(ValuesModel):
     port: str = Field(default="metrics", min_length=1, description="Ray container port name of the metrics agent")
     match_labels: dict[str, str] = Field(
         default_factory=dict,
         description="Labels selecting the RayService's Ray pods. Empty: ray.io/is-ray-node and the release instance")
 
 
-class DcgmMonitor(_Values):
+class DcgmMonitor(ValuesModel):
     enabled: bool = Field(default=True, description="Render the DCGM exporter ServiceMonitor and the GPU alerts")
     namespaces: list[str] = Field(default_factory=list, description="Namespaces of the exporter Service. Empty: all")
     match_labels: dict[str, str] = Field(
@@ -93,25 +89,25 @@ class DcgmMonitor(_Values):
     interval: Duration = Field(default="30s", pattern=DURATION_PATTERN, description="Scrape interval")
 
 
-class Monitors(_Values):
+class Monitors(ValuesModel):
     vllm: VllmMonitor = Field(default_factory=VllmMonitor, description="Model-server monitor")
     ray_serve: RayServeMonitor = Field(default_factory=RayServeMonitor, description="Ray Serve pods monitor")
     dcgm: DcgmMonitor = Field(default_factory=DcgmMonitor, description="DCGM exporter monitor")
 
 
-class Dashboards(_Values):
+class Dashboards(ValuesModel):
     enabled: bool = Field(default=True, description="Render the Grafana dashboard ConfigMaps")
     sidecar_labels: dict[str, str] = Field(default_factory=lambda: {"grafana_dashboard": "1"}, min_length=1,
                                            description="Label the Grafana dashboard sidecar watches for")
     annotations: dict[str, str] = Field(default_factory=dict, description="Annotations on the dashboard ConfigMaps")
 
 
-class Slo(_Values):
+class Slo(ValuesModel):
     ttft_p99_seconds: float = Field(default=2.0, gt=0, description="p99 time to first token SLO (seconds); the generator derives it from the Plan")
     tpot_p99_seconds: float = Field(default=0.1, gt=0, description="p99 time per output token SLO (seconds); the generator derives it from the Plan")
 
 
-class Thresholds(_Values):
+class Thresholds(ValuesModel):
     kv_cache_usage: float = Field(default=0.9, gt=0, le=1,
                                   description="KV cache usage that, with requests waiting, means short on memory")
     queue_depth_per_replica: int = Field(default=64, ge=1,
@@ -121,7 +117,7 @@ class Thresholds(_Values):
     restarts: int = Field(default=3, ge=1, description="Container restarts in 30 minutes that mean a restart loop")
 
 
-class Rules(_Values):
+class Rules(ValuesModel):
     enabled: bool = Field(default=True, description="Render the PrometheusRule")
     runbook_base_url: str = Field(default=RUNBOOK_BASE_URL, pattern=r"^https?://",
                                   description="Base URL of docs/runbooks; runbook_url = <this>/<page>.md")
@@ -133,13 +129,13 @@ class Rules(_Values):
     additional_alert_labels: dict[str, str] = Field(default_factory=dict, description="Extra labels on every alert")
 
 
-class ScalingPolicy(_Values):
+class ScalingPolicy(ValuesModel):
     stabilization_window_seconds: int = Field(ge=0, le=3600, description="HPA stabilization window (seconds)")
     replicas: int = Field(ge=1, description="Replicas changed at most per periodSeconds")
     period_seconds: int = Field(ge=1, le=HPA_MAX_PERIOD_SECONDS, description="Policy period (seconds)")
 
 
-class Behavior(_Values):
+class Behavior(ValuesModel):
     scale_up: ScalingPolicy = Field(
         default_factory=lambda: ScalingPolicy(stabilization_window_seconds=60, replicas=2, period_seconds=600),
         description="Scale-up policy")
@@ -154,7 +150,7 @@ class Behavior(_Values):
         return self
 
 
-class Fallback(_Values):
+class Fallback(ValuesModel):
     enabled: bool = Field(default=True, description="Use KEDA's fallback when the query fails")
     failure_threshold: int = Field(default=3, ge=1, description="Failed queries before the fallback applies")
     replicas: int = Field(default=1, ge=0, description="Replicas during fallback")
@@ -162,13 +158,13 @@ class Fallback(_Values):
         default="currentReplicasIfHigher", description="KEDA fallback behavior")
 
 
-class SecretTargetRef(_Values):
+class SecretTargetRef(ValuesModel):
     parameter: str = Field(min_length=1, description="KEDA scaler parameter, e.g. bearerToken")
     name: str = Field(min_length=1, description="Secret name")
     key: str = Field(min_length=1, description="Key in the Secret")
 
 
-class TriggerAuthentication(_Values):
+class TriggerAuthentication(ValuesModel):
     enabled: bool = Field(default=False, description="Render a TriggerAuthentication for the Prometheus trigger")
     auth_modes: str = Field(default="", description="KEDA prometheus scaler authModes (bearer, basic, tls)")
     secret_target_ref: list[SecretTargetRef] = Field(default_factory=list, description="Secret keys to parameters")
@@ -176,7 +172,7 @@ class TriggerAuthentication(_Values):
     aws_region: str = Field(default="", description="Region of Amazon Managed Service for Prometheus")
 
 
-class Autoscaling(_Values):
+class Autoscaling(ValuesModel):
     enabled: bool = Field(default=True, description="Render the KEDA ScaledObject (single-node, multi-node only)")
     min_replica_count: int = Field(default=1, ge=0, description="Fewest replicas (LeaderWorkerSet groups)")
     max_replica_count: int = Field(default=4, ge=1, description="Most replicas (groups)")
@@ -206,7 +202,7 @@ class Autoscaling(_Values):
         return self
 
 
-class ObservabilityValues(_Values):
+class ObservabilityValues(ValuesModel):
     topology: Topology = Field(default="single-node", description="Serving topology of the vllm-inference release")
     target: Target = Field(default_factory=Target, description="The vllm-inference release observed")
     prometheus: Prometheus = Field(default_factory=Prometheus, description="Prometheus selection and address")

