@@ -32,6 +32,8 @@ class ServeAutoscaling(BaseModel):
     min_replicas: int
     max_replicas: int
     target_ongoing_requests: int
+    min_worker_pods: int = Field(description="GPU worker pods of min_replicas (replicas x nodes per replica)")
+    max_worker_pods: int = Field(description="GPU worker pods of max_replicas")
 
 
 class PoolPlan(BaseModel):

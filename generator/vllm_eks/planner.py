@@ -340,7 +340,8 @@ def _plan(self: _Planner) -> Plan:
         topology = "ray-serve"
         target = max(1, seqs // 2)
         ceiling = replicas if req.replicas is not None else max(2, replicas)
-        serve_autoscaling = ServeAutoscaling(min_replicas=1, max_replicas=ceiling, target_ongoing_requests=target)
+        serve_autoscaling = ServeAutoscaling(min_replicas=1, max_replicas=ceiling, target_ongoing_requests=target,
+                                             min_worker_pods=nodes, max_worker_pods=ceiling * nodes)
     elif disaggregated:
         topology = "disaggregated"
         kv_transfer = {"kv_connector": "NixlConnector", "kv_role": "kv_both",

@@ -675,9 +675,8 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
             engine_kwargs=engine_kwargs(kept),
             autoscaling=ServeAutoscaling(min_replicas=auto.min_replicas, max_replicas=auto.max_replicas,
                                          target_ongoing_requests=auto.target_ongoing_requests),
-            workers=RayWorkers(replicas=auto.min_replicas * plan.nodes_per_replica,
-                               min_replicas=auto.min_replicas * plan.nodes_per_replica,
-                               max_replicas=auto.max_replicas * plan.nodes_per_replica))
+            workers=RayWorkers(replicas=auto.min_worker_pods, min_replicas=auto.min_worker_pods,
+                               max_replicas=auto.max_worker_pods))
     elif plan.topology == "disaggregated":
         if plan.prefill is None or plan.decode is None:
             raise VllmEksError("plan.prefill / plan.decode: a disaggregated plan needs both pools")
