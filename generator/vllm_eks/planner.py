@@ -282,16 +282,18 @@ def _catalog_instances():
 
 
 def make_plan(req: PlanRequest) -> Plan:
-    return _Planner(req).plan()
+    """Decide the layout and every engine and pod setting for a request; errors name the flag."""
+    return _assemble(_Planner(req))
 
 
-def _plan(self: _Planner) -> Plan:
-    a, hw, p, req = self.a, self.hw, self.p, self.req
-    tp, pp, layout_why = self.choose_layout()
-    first = self.budget(tp, pp)
-    seqs, seqs_why = self.choose_max_num_seqs(first)
-    b = self.budget(tp, pp, seqs)
-    max_len, len_why = self.choose_max_model_len(b)
+def _assemble(planner: _Planner) -> Plan:
+    """The Plan of the decisions `planner` makes, with a derivation for every number."""
+    a, hw, p, req = planner.a, planner.hw, planner.p, planner.req
+    tp, pp, layout_why = planner.choose_layout()
+    first = planner.budget(tp, pp)
+    seqs, seqs_why = planner.choose_max_num_seqs(first)
+    b = planner.budget(tp, pp, seqs)
+    max_len, len_why = planner.choose_max_model_len(b)
     cap = b.capacity(max_len)
     worst = b.worst
     multi = pp > 1
@@ -313,7 +315,7 @@ def _plan(self: _Planner) -> Plan:
     disaggregated = req.topology == "disaggregated"
     if disaggregated and multi:
         raise InvalidOptionError(
-            f"--topology disaggregated needs one model copy per node, but {self.model.id} needs "
+            f"--topology disaggregated needs one model copy per node, but {planner.model.id} needs "
             f"{pp} {hw.name} nodes; choose a larger instance or --topology auto")
     if disaggregated and hw.efa_max == 0:
         with_efa = sorted(h.name for h in _catalog_instances() if h.efa_max > 0)
@@ -325,14 +327,14 @@ def _plan(self: _Planner) -> Plan:
     cost = None
     if hw.usd_per_hour is not None:
         cost = round(hw.usd_per_hour * nodes * gpus_per_pod / hw.gpus_per_node, 4)
-    source = req.model_source or self.model.source
-    served = req.served_model_name or (self.model.entry.hf_repo if self.model.entry
-                                       else Path(self.model.source).name or "model")
+    source = req.model_source or planner.model.source
+    served = req.served_model_name or (planner.model.entry.hf_repo if planner.model.entry
+                                       else Path(planner.model.source).name or "model")
     args = engine_args(
         tp=tp, pp=pp, dtype=p.dtype, quantization=(req.quantization if a.quantization is None else None),
-        kv_cache_dtype=p.kv_cache_dtype, max_model_len=max_len, gpu_memory_utilization=self.util,
-        kv_cache_memory_bytes=self.kv_pin, max_num_seqs=seqs, max_num_batched_tokens=self.batched,
-        block_size=self.block, served_model_name=served, shutdown_timeout=sizing.shutdown_timeout_seconds,
+        kv_cache_dtype=p.kv_cache_dtype, max_model_len=max_len, gpu_memory_utilization=planner.util,
+        kv_cache_memory_bytes=planner.kv_pin, max_num_seqs=seqs, max_num_batched_tokens=planner.batched,
+        block_size=planner.block, served_model_name=served, shutdown_timeout=sizing.shutdown_timeout_seconds,
         s3=source.startswith("s3://"), async_scheduling=req.async_scheduling)
     topology = "multi-node" if multi else "single-node"
     serve_autoscaling = prefill = decode = kv_transfer = None
@@ -350,10 +352,10 @@ def _plan(self: _Planner) -> Plan:
         prefill_n = req.prefill_replicas or max(1, math.ceil(decode_n / 2))
         prefill_seqs = min(seqs, PREFILL_MAX_NUM_SEQS)
         prefill = PoolPlan(role="prefill", replicas=prefill_n, max_num_seqs=prefill_seqs,
-                           max_num_batched_tokens=self.batched,
+                           max_num_batched_tokens=planner.batched,
                            engine_args=_pool_args(args, prefill_seqs, kv_transfer))
         decode = PoolPlan(role="decode", replicas=decode_n, max_num_seqs=seqs,
-                          max_num_batched_tokens=self.batched, engine_args=_pool_args(args, seqs, kv_transfer))
+                          max_num_batched_tokens=planner.batched, engine_args=_pool_args(args, seqs, kv_transfer))
     if (req.prefill_replicas or req.decode_replicas) and not disaggregated:
         raise InvalidOptionError("--prefill-replicas/--decode-replicas need --topology disaggregated")
     cap_plan = plan_capacity(
@@ -387,8 +389,8 @@ def _plan(self: _Planner) -> Plan:
         add("kv_cache_groups", f"{len(lay.groups)} groups of {lay.group_size} layers",
             ", ".join(f"{n} {'full' if w is None else f'window {w}'}" for n, w in lay.groups),
             "vLLM hybrid allocator: sliding-window layers keep at most window + batch tokens")
-    if self.kv_pin is None:
-        add("requested_bytes", _gib(worst.requested), f"{_gib(hw.gpu_memory_bytes)} x gpu_memory_utilization {self.util}")
+    if planner.kv_pin is None:
+        add("requested_bytes", _gib(worst.requested), f"{_gib(hw.gpu_memory_bytes)} x gpu_memory_utilization {planner.util}")
         add("activation_peak_bytes", _gib(worst.over.activation_peak), worst.over.activation_formula,
             "profile run of max_num_batched_tokens (docs/memory-model.md)")
         add("non_torch_bytes", _gib(worst.over.non_torch), worst.over.non_torch_formula)
@@ -397,15 +399,15 @@ def _plan(self: _Planner) -> Plan:
             "requested - weights - activation peak - non-torch - CUDA graphs")
     else:
         add("available_kv_cache_bytes_per_gpu", _gib(worst.available), "pinned by --kv-cache-memory (vLLM --kv-cache-memory-bytes)")
-    block_bytes = lay.bytes_per_token_per_layer * self.block * lay.group_size
-    add("kv_cache_blocks", f"{cap.num_blocks:,}", f"floor({worst.available:,} B / ({lay.bytes_per_token_per_layer} B x block {self.block} x {lay.group_size} layers = {block_bytes:,} B))")
+    block_bytes = lay.bytes_per_token_per_layer * planner.block * lay.group_size
+    add("kv_cache_blocks", f"{cap.num_blocks:,}", f"floor({worst.available:,} B / ({lay.bytes_per_token_per_layer} B x block {planner.block} x {lay.group_size} layers = {block_bytes:,} B))")
     add("kv_cache_tokens", f"{cap.tokens:,}", f"int(max_concurrency {cap.max_concurrency:.4f} x max_model_len {max_len})",
         "vLLM 0.32 get_kv_cache_capacity; the cache holds "
-        f"{cap.slots:,} token slots ({cap.num_blocks:,} blocks / {len(lay.groups)} group(s) x block_size {self.block})")
+        f"{cap.slots:,} token slots ({cap.num_blocks:,} blocks / {len(lay.groups)} group(s) x block_size {planner.block})")
     add("max_model_len", str(max_len), len_why)
     add("max_concurrency", f"{cap.max_concurrency:.2f}x", f"{cap.num_blocks:,} blocks / {cap.blocks_per_request} blocks per {max_len}-token request")
     add("max_num_seqs", str(seqs), seqs_why)
-    add("max_num_batched_tokens", str(self.batched), "pinned" if req.max_num_batched_tokens else
+    add("max_num_batched_tokens", str(planner.batched), "pinned" if req.max_num_batched_tokens else
         f"{DEFAULT_BATCHED_TOKENS} with chunked prefill: long prompts are split, so it need not reach max_model_len")
     add("replicas", str(replicas), rep_why)
     for key, note in sizing.notes.items():
@@ -449,7 +451,7 @@ def _plan(self: _Planner) -> Plan:
             "on-demand us-east-1 (override with --price-per-hour)")
 
     return Plan(
-        model=self.model.id, model_source=source, served_model_name=served, instance=hw.name, gpu=hw.gpu,
+        model=planner.model.id, model_source=source, served_model_name=served, instance=hw.name, gpu=hw.gpu,
         gpus_per_node=hw.gpus_per_node, gpu_memory_bytes=hw.gpu_memory_bytes,
         gpu_interconnect=hw.interconnect, nvlink="nvlink" in hw.interconnect.lower(),
         expected_bus_bandwidth_gbytes_per_s=hw.network_mbps / 8000,
@@ -458,11 +460,11 @@ def _plan(self: _Planner) -> Plan:
         replicas=replicas, dtype=p.dtype, quantization=p.quantization, kv_cache_dtype=p.kv_cache_dtype,
         weights_bytes_total=b.weights_total, weights_bytes_per_gpu=max(s.weights for s in b.stages),
         activation_peak_bytes=worst.over.activation_peak, non_torch_bytes=worst.over.non_torch,
-        cudagraph_bytes=worst.over.cudagraph, kv_bytes_per_token_per_gpu=per_tok, block_size=self.block,
+        cudagraph_bytes=worst.over.cudagraph, kv_bytes_per_token_per_gpu=per_tok, block_size=planner.block,
         available_kv_cache_bytes_per_gpu=worst.available, kv_cache_blocks=cap.num_blocks,
         kv_cache_tokens=cap.tokens, max_model_len=max_len, max_concurrency=round(cap.max_concurrency, 2),
-        gpu_memory_utilization=self.util, kv_cache_memory_bytes=self.kv_pin, max_num_seqs=seqs,
-        max_num_batched_tokens=self.batched, enable_chunked_prefill=True, enable_prefix_caching=True,
+        gpu_memory_utilization=planner.util, kv_cache_memory_bytes=planner.kv_pin, max_num_seqs=seqs,
+        max_num_batched_tokens=planner.batched, enable_chunked_prefill=True, enable_prefix_caching=True,
         shm_size_bytes=sizing.shm_bytes, efa_devices_per_pod=sizing.efa_devices,
         cpu_request_millicores=sizing.cpu_millicores, memory_request_bytes=sizing.memory_bytes,
         ephemeral_storage_bytes=sizing.ephemeral_bytes, load_bandwidth_bytes_per_s=sizing.load_bandwidth,
@@ -494,5 +496,3 @@ def _fmt_sizing(key: str, s) -> str:
         "efa_devices_per_pod": str(s.efa_devices),
     }.get(key, "")
 
-
-_Planner.plan = _plan  # type: ignore[attr-defined]
