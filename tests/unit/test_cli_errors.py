@@ -140,3 +140,13 @@ def test_real_process_prints_one_line_and_no_traceback():
                         "--tensor-parallel-size", "3"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("flag,value", [("--release", "My_Release"), ("--namespace", "LLM"),
+                                        ("--capacity-type", "free")])
+def test_values_flags_are_checked(cli, tmp_path, flag, value):
+    r = cli("values", *M8, *G6E, "--out", str(tmp_path / "out"), flag, value)
+    assert r.exit_code in (1, 2), r.stdout
+    assert flag in r.stderr or flag.lstrip("-") in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "out").exists()

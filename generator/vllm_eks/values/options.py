@@ -8,11 +8,17 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 
+# Helm release names and namespaces: lowercase letters, digits and '-', starting and ending alphanumeric
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
 class ValuesOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    release: str = Field(default="vllm", description="Helm release name of charts/vllm-inference")
-    namespace: str = Field(default="llm", description="Namespace of the model server")
+    release: str = Field(default="vllm", pattern=DNS_LABEL, max_length=53,
+                         description="Helm release name of charts/vllm-inference (DNS-1123 label, at most 53 characters)")
+    namespace: str = Field(default="llm", pattern=DNS_LABEL, max_length=63,
+                           description="Namespace of the model server (DNS-1123 label)")
     # model source
     model_source_kind: Literal["huggingface", "s3", "pvc"] = "huggingface"
     hf_token_secret: str | None = Field(default="hf-token", description="Existing Secret holding HF_TOKEN")
