@@ -13,14 +13,14 @@ from pathlib import Path
 
 import yaml
 
-from vllm_eks.values.schema import render_schema, replace_reference, values_reference_markdown, values_schema
+from vllm_eks.chart_values.schema import render_schema, replace_reference, values_reference_markdown, values_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 
 CHARTS: list[tuple[str, str, str]] = [
-    ("charts/vllm-inference", "vllm_eks.values.vllm_inference:VllmInferenceValues", "vllm-inference values"),
-    ("charts/observability", "vllm_eks.values.observability:ObservabilityValues", "observability values"),
-    ("charts/gpu-infra", "vllm_eks.values.gpu_infra:GpuInfraValues", "gpu-infra values"),
+    ("charts/vllm-inference", "vllm_eks.chart_values.vllm_inference:VllmInferenceValues", "vllm-inference values"),
+    ("charts/observability", "vllm_eks.chart_values.observability:ObservabilityValues", "observability values"),
+    ("charts/gpu-infra", "vllm_eks.chart_values.gpu_infra:GpuInfraValues", "gpu-infra values"),
 ]
 
 

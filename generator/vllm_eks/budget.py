@@ -60,10 +60,10 @@ class Budget:
     def fits_weights(self) -> bool:
         return all(s.available > 0 for s in self.stages)
 
-    def capacity(self, max_model_len: int) -> kvcache.KVCapacity:
+    def kv_capacity(self, max_model_len: int) -> kvcache.KVCapacity:
         w = self.worst
         s = self.settings
-        return kvcache.capacity(w.layout, w.available, s.block_size, max_model_len,
+        return kvcache.kv_capacity(w.layout, w.available, s.block_size, max_model_len,
                                 kvcache.in_flight_tokens(s.max_num_batched_tokens, s.pp, s.async_scheduling))
 
 
@@ -82,5 +82,5 @@ def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings) -> Budget
         stages.append(StageBudget(stage, requested, w, over, available,
                                   kvcache.layout(a, s.tp, layers, p.kv_dtype_bytes)))
     budget = Budget(s, weights.bytes_total(a, prec), tuple(stages), 0)
-    cap = budget.capacity(1)
+    cap = budget.kv_capacity(1)
     return Budget(s, budget.weights_total, budget.stages, cap.num_blocks)

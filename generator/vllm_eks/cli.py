@@ -18,7 +18,8 @@ from rich.table import Table
 from . import report
 from .catalog import model_catalog
 from .errors import VllmEksError
-from .hardware import GIB, instance_catalog
+from .hardware import instance_catalog
+from .units import GIB
 from .planner import make_plan
 from .request import PlanRequest
 
@@ -135,7 +136,7 @@ def explain(**kwargs) -> None:
 def values(out_dir: Path, **kwargs) -> None:
     """Write values for every chart, plan.json and a README into --out."""
     from .emit import write_scenario
-    from .values.options import ValuesOptions
+    from .chart_values.options import ValuesOptions
 
     p = make_plan(_request(kwargs))
     opts = {k: v for k, v in kwargs.items() if k in ValuesOptions.model_fields and v not in (None, ())}

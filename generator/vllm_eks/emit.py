@@ -9,8 +9,8 @@ import yaml
 from pydantic import BaseModel
 
 from .plan import Plan
-from .values.options import ValuesOptions
-from .values.registry import CHART_BUILDERS
+from .chart_values.options import ValuesOptions
+from .chart_values.registry import CHART_BUILDERS
 
 
 def values_document(model: BaseModel) -> dict:

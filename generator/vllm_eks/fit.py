@@ -37,8 +37,7 @@ from . import contract
 from .errors import VllmEksError
 from .hardware import Hardware, instance_catalog
 
-GIB = 1024**3
-MIB = 1024**2
+from .units import GIB, MIB, parse_quantity
 
 # Reserve for DaemonSets this project does not render but every EKS node runs: the VPC CNI
 # (aws-node), kube-proxy, the EBS CSI node plugin, the Pod Identity agent, and a log or metrics
@@ -85,25 +84,6 @@ def format_mismatches(mismatches: Sequence[Mismatch]) -> str:
 
 
 # --- quantities -----------------------------------------------------------------------------
-
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
-            "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"),
-            "P": Decimal("1e15"), "E": Decimal("1e18")}
-
-
-def parse_quantity(value: Any) -> Decimal:
-    """A Kubernetes resource quantity in base units (cores, bytes, devices)."""
-    if isinstance(value, (int, float)):
-        return Decimal(str(value))
-    text = str(value).strip()
-    for suffix, factor in _BINARY.items():
-        if text.endswith(suffix):
-            return Decimal(text[: -len(suffix)]) * factor
-    if text and text[-1] in _DECIMAL and not text[-1].isdigit():
-        return Decimal(text[:-1]) * _DECIMAL[text[-1]]
-    return Decimal(text)  # plain number or exponent form (1e3)
-
 
 def _fmt(resource: str, amount: Decimal) -> str:
     if resource == CPU:

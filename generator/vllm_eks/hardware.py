@@ -11,8 +11,7 @@ import yaml
 
 from .errors import InvalidOptionError, UnknownInstanceError
 
-MIB = 1024**2
-GIB = 1024**3
+from .units import GIB, MIB, quantity_bytes, quantity_millicores
 
 
 @dataclass(frozen=True)
@@ -36,18 +35,6 @@ class Hardware:
     in_catalog: bool = True
     bf16_tflops: float | None = None       # datasheet dense BF16 tensor throughput of one GPU
     memory_bandwidth: float | None = None  # datasheet memory bandwidth of one GPU, bytes/s
-
-
-def _quantity_to_bytes(q: str) -> int:
-    units = {"Ki": 1024, "Mi": MIB, "Gi": GIB, "Ti": 1024 * GIB}
-    for suffix, factor in units.items():
-        if q.endswith(suffix):
-            return int(float(q[: -len(suffix)]) * factor)
-    return int(q)
-
-
-def _millicores(q: str) -> int:
-    return int(q[:-1]) if q.endswith("m") else int(float(q) * 1000)
 
 
 @lru_cache(maxsize=1)
@@ -96,8 +83,8 @@ def instance_catalog() -> dict[str, Hardware]:
             name=row["instance"], gpu=row["gpu"], gpus_per_node=int(row["gpu_count"]),
             gpu_memory_mib_nvidia_smi=smi, gpu_memory_bytes=total, gpu_memory_source=source,
             interconnect=row["interconnect"], vcpu=int(row["vcpu"]), memory_mib=int(row["mem_mib"]),
-            alloc_cpu_millicores=_millicores(row["alloc_cpu"]),
-            alloc_memory_bytes=_quantity_to_bytes(row["alloc_mem"]), max_pods=int(row["max_pods"]),
+            alloc_cpu_millicores=quantity_millicores(row["alloc_cpu"]),
+            alloc_memory_bytes=quantity_bytes(row["alloc_mem"]), max_pods=int(row["max_pods"]),
             efa_max=int(row["efa_max"]), network_mbps=int(row["net_mbps_baseline"]),
             local_nvme_gb=int(row["local_nvme_gb"] or 0),
             usd_per_hour=float(row["usd_hr_us_east_1"]) if row["usd_hr_us_east_1"] else None,

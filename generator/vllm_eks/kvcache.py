@@ -95,7 +95,7 @@ def blocks_for_request(group_window: int | None, max_model_len: int, block_size:
     return math.ceil(tokens / block_size) + 1
 
 
-def capacity(lay: KVLayout, available_bytes: int, block_size: int, max_model_len: int,
+def kv_capacity(lay: KVLayout, available_bytes: int, block_size: int, max_model_len: int,
              in_flight: int) -> KVCapacity:
     block_bytes = lay.bytes_per_token_per_layer * block_size * lay.group_size
     num_blocks = max(0, available_bytes // block_bytes) if block_bytes else 0

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 from .architecture import Architecture
 
-MIB = 1024**2
-GIB = 1024**3
+from .units import GIB, MIB
 
 # Bytes that grow outside torch on one worker: cuBLAS/cuDNN workspaces and the CUDA context's
 # allocations after start-up, plus NCCL and custom all-reduce buffers when ranks talk.

@@ -9,7 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Topology = Literal["single-node", "multi-node", "ray-serve", "disaggregated"]
+from .topology import Topology
+
 
 
 class Derivation(BaseModel):

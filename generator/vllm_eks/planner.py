@@ -14,12 +14,13 @@ from pathlib import Path
 from . import budget as budget_mod
 from . import weights
 from .architecture import DTYPE_BYTES, Architecture
-from .capacity import plan_capacity
+from .pools import plan_pools
 from .catalog import ResolvedModel, resolve_model
 from .latency import default_slos
 from .engine_args import engine_args
 from .errors import DoesNotFitError, InvalidOptionError
-from .hardware import GIB, Hardware, resolve_hardware
+from .hardware import Hardware, resolve_hardware
+from .units import GIB, gib
 from .plan import Derivation, Plan, PoolPlan, ServeAutoscaling
 from .request import PlanRequest
 from .sizing import size_pod
@@ -40,10 +41,6 @@ MAX_PIPELINE_STAGES = 16
 # Prefill pools run few sequences at once: a handful of long prompts fills a scheduler step.
 PREFILL_MAX_NUM_SEQS = 16
 CONTEXT_LADDER = (1048576, 524288, 262144, 131072, 65536, 32768, 16384, 8192, 4096, 2048, 1024)
-
-
-def _gib(n: float) -> str:
-    return f"{n / GIB:.2f} GiB"
 
 
 def _precisions(a: Architecture, req: PlanRequest) -> budget_mod.Precisions:
@@ -140,7 +137,7 @@ class _Planner:
         return budget_mod.compute(self.a, self.hw, self.p, s)
 
     def concurrency(self, b: budget_mod.Budget, length: int) -> float:
-        return b.capacity(length).max_concurrency if b.fits_weights else 0.0
+        return b.kv_capacity(length).max_concurrency if b.fits_weights else 0.0
 
     # -- parallelism -------------------------------------------------------------------------
     def node_tp(self) -> int:
@@ -205,7 +202,7 @@ class _Planner:
     def choose_max_num_seqs(self, b: budget_mod.Budget) -> tuple[int, str]:
         if self.req.max_num_seqs:
             return self.req.max_num_seqs, "pinned by --max-num-seqs"
-        tokens = b.capacity(1).slots
+        tokens = b.kv_capacity(1).slots
         fit = tokens // TYPICAL_REQUEST_TOKENS
         seqs = max(1, min(DEFAULT_MAX_NUM_SEQS, fit // 8 * 8 if fit >= 8 else fit))
         return seqs, (f"min({DEFAULT_MAX_NUM_SEQS} (vLLM default), KV tokens {tokens} / {TYPICAL_REQUEST_TOKENS} "
@@ -230,12 +227,12 @@ class _Planner:
                 f"with TP={tp} x PP={pp}: ")
         if not b.fits_weights:
             short = need - usable
-            what += (f"weights need {_gib(w.weights)} per GPU plus {_gib(self.required_len * per_token)} KV for one "
-                     f"{self.required_len}-token request, but {_gib(usable)} of each {_gib(self.hw.gpu_memory_bytes)} GPU "
-                     f"is usable at gpu-memory-utilization {self.util} (short by {_gib(short)} per GPU, "
-                     f"{_gib(short * tp * pp)} per replica)")
+            what += (f"weights need {gib(w.weights)} per GPU plus {gib(self.required_len * per_token)} KV for one "
+                     f"{self.required_len}-token request, but {gib(usable)} of each {gib(self.hw.gpu_memory_bytes)} GPU "
+                     f"is usable at gpu-memory-utilization {self.util} (short by {gib(short)} per GPU, "
+                     f"{gib(short * tp * pp)} per replica)")
         else:
-            cap = b.capacity(self.required_len)
+            cap = b.kv_capacity(self.required_len)
             what += (f"the KV cache holds {cap.slots} token slots, less than one {self.required_len}-token request")
         return what + "; options: " + "; ".join(self.alternatives(tp, pp))
 
@@ -253,7 +250,7 @@ class _Planner:
                 s = budget_mod.Settings(tp, pp, self.util, self.batched, self.seqs0, self.block, self.kv_pin,
                                         self.req.async_scheduling)
                 b = budget_mod.compute(self.a, self.hw, alt, s)
-                if b.fits_weights and b.capacity(self.required_len).max_concurrency >= 1:
+                if b.fits_weights and b.kv_capacity(self.required_len).max_concurrency >= 1:
                     flag = "--quantization fp8" if bits == 8.0 else "--model <awq/gptq checkpoint>"
                     out.append(f"quantize: {label} fits TP={tp} x PP={pp} ({flag})")
                     break
@@ -294,7 +291,7 @@ def _assemble(planner: _Planner) -> Plan:
     seqs, seqs_why = planner.choose_max_num_seqs(first)
     b = planner.budget(tp, pp, seqs)
     max_len, len_why = planner.choose_max_model_len(b)
-    cap = b.capacity(max_len)
+    cap = b.kv_capacity(max_len)
     worst = b.worst
     multi = pp > 1
     gpus_per_pod = tp
@@ -358,7 +355,7 @@ def _assemble(planner: _Planner) -> Plan:
                           max_num_batched_tokens=planner.batched, engine_args=_pool_args(args, seqs, kv_transfer))
     if (req.prefill_replicas or req.decode_replicas) and not disaggregated:
         raise InvalidOptionError("--prefill-replicas/--decode-replicas need --topology disaggregated")
-    cap_plan = plan_capacity(
+    cap_plan = plan_pools(
         topology=topology, replicas=replicas,
         serve_max=serve_autoscaling.max_replicas if serve_autoscaling else None,
         prefill_replicas=prefill.replicas if prefill else None, decode_replicas=decode.replicas if decode else None,
@@ -373,12 +370,12 @@ def _assemble(planner: _Planner) -> Plan:
     def add(key: str, value: str, formula: str, source: str = "") -> None:
         d.append(Derivation(key=key, value=value, formula=formula, source=source))
 
-    add("gpu_memory_bytes", _gib(hw.gpu_memory_bytes), f"CUDA-visible total of one {hw.gpu}", hw.gpu_memory_source)
+    add("gpu_memory_bytes", gib(hw.gpu_memory_bytes), f"CUDA-visible total of one {hw.gpu}", hw.gpu_memory_source)
     add("tensor_parallel_size / pipeline_parallel_size", f"TP={tp} x PP={pp}", layout_why, "DESIGN §4 decision tree")
-    add("weights_bytes_total", _gib(b.weights_total),
+    add("weights_bytes_total", gib(b.weights_total),
         f"{weights.total_parameters(a):,} parameters: embeddings/norms x {prec.dense} B, attention x {prec.attention} B, "
         f"MLP x {prec.mlp} B, experts x {prec.experts} B", "bytes per parameter of the precision vLLM loads")
-    add("weights_bytes_per_gpu", _gib(worst.weights),
+    add("weights_bytes_per_gpu", gib(worst.weights),
         f"linear layers / TP {tp}, layers of the largest of {pp} stage(s), embedding on the first and LM head on the last")
     kv_formula = (f"MLA: (kv_lora_rank {a.mla.kv_lora_rank} + rope {a.mla.qk_rope_head_dim}) x {p.kv_dtype_bytes} B x {lay.layers_on_rank} layers"
                   if a.mla else
@@ -390,15 +387,15 @@ def _assemble(planner: _Planner) -> Plan:
             ", ".join(f"{n} {'full' if w is None else f'window {w}'}" for n, w in lay.groups),
             "vLLM hybrid allocator: sliding-window layers keep at most window + batch tokens")
     if planner.kv_pin is None:
-        add("requested_bytes", _gib(worst.requested), f"{_gib(hw.gpu_memory_bytes)} x gpu_memory_utilization {planner.util}")
-        add("activation_peak_bytes", _gib(worst.over.activation_peak), worst.over.activation_formula,
+        add("requested_bytes", gib(worst.requested), f"{gib(hw.gpu_memory_bytes)} x gpu_memory_utilization {planner.util}")
+        add("activation_peak_bytes", gib(worst.over.activation_peak), worst.over.activation_formula,
             "profile run of max_num_batched_tokens (docs/memory-model.md)")
-        add("non_torch_bytes", _gib(worst.over.non_torch), worst.over.non_torch_formula)
-        add("cudagraph_bytes", _gib(worst.over.cudagraph), worst.over.cudagraph_formula)
-        add("available_kv_cache_bytes_per_gpu", _gib(worst.available),
+        add("non_torch_bytes", gib(worst.over.non_torch), worst.over.non_torch_formula)
+        add("cudagraph_bytes", gib(worst.over.cudagraph), worst.over.cudagraph_formula)
+        add("available_kv_cache_bytes_per_gpu", gib(worst.available),
             "requested - weights - activation peak - non-torch - CUDA graphs")
     else:
-        add("available_kv_cache_bytes_per_gpu", _gib(worst.available), "pinned by --kv-cache-memory (vLLM --kv-cache-memory-bytes)")
+        add("available_kv_cache_bytes_per_gpu", gib(worst.available), "pinned by --kv-cache-memory (vLLM --kv-cache-memory-bytes)")
     block_bytes = lay.bytes_per_token_per_layer * planner.block * lay.group_size
     add("kv_cache_blocks", f"{cap.num_blocks:,}", f"floor({worst.available:,} B / ({lay.bytes_per_token_per_layer} B x block {planner.block} x {lay.group_size} layers = {block_bytes:,} B))")
     add("kv_cache_tokens", f"{cap.tokens:,}", f"int(max_concurrency {cap.max_concurrency:.4f} x max_model_len {max_len})",
@@ -432,8 +429,8 @@ def _assemble(planner: _Planner) -> Plan:
     add("pool_gpu_limit", str(cap_plan.pool_gpu_limit),
         f"(pool nodes {cap_plan.pool_nodes} + one replica group {nodes}) x {hw.gpus_per_node} GPUs",
         "Karpenter counts whole nodes; the extra group lets a replacement node or a surge pod start")
-    add("root_volume_bytes", _gib(cap_plan.root_volume_bytes),
-        f"20 GiB OS + 30 GiB image + ephemeral {_gib(sizing.ephemeral_bytes)}, rounded up to 10 GiB")
+    add("root_volume_bytes", gib(cap_plan.root_volume_bytes),
+        f"20 GiB OS + 30 GiB image + ephemeral {gib(sizing.ephemeral_bytes)}, rounded up to 10 GiB")
     add("queue_alert_threshold", str(cap_plan.queue_alert_threshold),
         f"max(2 x KEDA target 5, max_num_seqs {seqs} / 4)",
         "the queue alert means autoscaling is not keeping up, not that it is about to act")
@@ -487,10 +484,10 @@ def _pool_args(args: list[str], max_num_seqs: int, kv_transfer: dict) -> list[st
 
 def _fmt_sizing(key: str, s) -> str:
     return {
-        "shm_size_bytes": _gib(s.shm_bytes),
+        "shm_size_bytes": gib(s.shm_bytes),
         "cpu_request_millicores": f"{s.cpu_millicores}m",
-        "memory_request_bytes": _gib(s.memory_bytes),
-        "ephemeral_storage_bytes": _gib(s.ephemeral_bytes),
+        "memory_request_bytes": gib(s.memory_bytes),
+        "ephemeral_storage_bytes": gib(s.ephemeral_bytes),
         "startup_probe_seconds": f"{s.startup_seconds} s",
         "termination_grace_period_seconds": f"{s.grace_seconds} s",
         "efa_devices_per_pod": str(s.efa_devices),

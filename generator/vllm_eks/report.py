@@ -5,33 +5,29 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from .hardware import GIB
+from .units import gib
 from .plan import Plan
-
-
-def _gib(n: int) -> str:
-    return f"{n / GIB:.2f} GiB"
 
 
 def summary_rows(p: Plan) -> list[tuple[str, str]]:
     rows = [
         ("model", p.model),
-        ("instance", f"{p.instance} ({p.gpus_per_node} x {p.gpu}, {_gib(p.gpu_memory_bytes)} each)"),
+        ("instance", f"{p.instance} ({p.gpus_per_node} x {p.gpu}, {gib(p.gpu_memory_bytes)} each)"),
         ("topology", p.topology),
         ("parallelism", f"TP={p.tensor_parallel_size} x PP={p.pipeline_parallel_size}, "
                         f"{p.nodes_per_replica} node(s) per replica, {p.replicas} replica(s)"),
         ("precision", f"{p.dtype}, weights {p.quantization or 'unquantized'}, KV cache {p.kv_cache_dtype}"),
-        ("weights", f"{_gib(p.weights_bytes_total)} total, {_gib(p.weights_bytes_per_gpu)} per GPU"),
+        ("weights", f"{gib(p.weights_bytes_total)} total, {gib(p.weights_bytes_per_gpu)} per GPU"),
         ("KV per token per GPU", f"{p.kv_bytes_per_token_per_gpu:,} B"),
-        ("KV cache per GPU", _gib(p.available_kv_cache_bytes_per_gpu)),
+        ("KV cache per GPU", gib(p.available_kv_cache_bytes_per_gpu)),
         ("KV cache tokens", f"{p.kv_cache_tokens:,} (block size {p.block_size})"),
         ("max model len", f"{p.max_model_len:,}"),
         ("max concurrency", f"{p.max_concurrency:.2f}x at {p.max_model_len:,} tokens"),
         ("gpu memory utilization", f"{p.gpu_memory_utilization:g}"),
         ("max num seqs / batched tokens", f"{p.max_num_seqs} / {p.max_num_batched_tokens}"),
-        ("/dev/shm", _gib(p.shm_size_bytes)),
-        ("pod requests", f"{p.gpus_per_pod} GPU, {p.cpu_request_millicores}m CPU, {_gib(p.memory_request_bytes)} memory, "
-                         f"{_gib(p.ephemeral_storage_bytes)} ephemeral, {p.efa_devices_per_pod} EFA"),
+        ("/dev/shm", gib(p.shm_size_bytes)),
+        ("pod requests", f"{p.gpus_per_pod} GPU, {p.cpu_request_millicores}m CPU, {gib(p.memory_request_bytes)} memory, "
+                         f"{gib(p.ephemeral_storage_bytes)} ephemeral, {p.efa_devices_per_pod} EFA"),
         ("startup probe budget", f"{p.startup_probe_seconds} s"),
         ("grace period", f"{p.termination_grace_period_seconds} s (preStop {p.prestop_seconds} s, "
                          f"--shutdown-timeout {p.shutdown_timeout_seconds} s)"),

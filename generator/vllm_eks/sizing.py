@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .hardware import GIB, MIB, Hardware
+from .hardware import Hardware
+from .units import GIB, MIB
 
 # CPU and memory left on every GPU node for the DaemonSets the suite installs (NVIDIA and EFA
 # device plugins, DCGM exporter) and the EKS add-ons every node runs (aws-node, kube-proxy,

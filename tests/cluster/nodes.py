@@ -16,15 +16,14 @@ from __future__ import annotations
 import csv
 import math
 import os
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from vllm_eks import contract
+from vllm_eks import contract, units
+from vllm_eks.units import GIB
 
-GIB = 1024**3
 # Karpenter's defaults for a node's kubelet (karpenter.sh docs, "kubelet" of EC2NodeClass):
 # evictionHard nodefs.available 10%, kubeReserved ephemeral-storage 1Gi.
 _EVICTION_NODEFS_FRACTION = 0.10
@@ -146,16 +145,11 @@ def _resources(row: InstanceRow, ephemeral_capacity: int) -> tuple[dict[str, str
     return alloc, cap
 
 
-_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|K|M|G|T)?$")
-_FACTORS = {None: 1, "Ki": 1024, "Mi": 1024**2, "Gi": GIB, "Ti": 1024 * GIB,
-            "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
-
-
 def quantity_bytes(q: str | int) -> int:
-    m = _QUANTITY.match(str(q))
-    if not m:
-        raise NodeShapeError(f"cannot read quantity {q!r}")
-    return int(float(m.group(1)) * _FACTORS[m.group(2)])
+    try:
+        return units.quantity_bytes(q)
+    except ValueError as exc:
+        raise NodeShapeError(f"cannot read quantity {q!r}") from exc
 
 
 def _ephemeral_from_nodeclass(nodeclass: dict[str, Any] | None, row: InstanceRow) -> tuple[int, str]:

@@ -11,6 +11,7 @@ from typing import Any
 from tests.harness.helm import render
 
 from vllm_eks import contract
+from vllm_eks.units import quantity_millicores
 
 from .nodes import NodeShape, quantity_bytes, shape_from_plan, shapes_from_nodepools
 from .scenarios import Scenario, chart_dir, discover
@@ -40,15 +41,10 @@ def scenario_shapes(scenario: Scenario) -> list[NodeShape]:
     return []
 
 
-def _millicores(q: str | int | float) -> int:
-    s = str(q)
-    return int(s[:-1]) if s.endswith("m") else int(float(s) * 1000)
-
-
 def amount(resource: str, q: str | int) -> int:
     """A quantity in the unit the fit arithmetic uses: millicores for cpu, bytes, or a count."""
     if resource == "cpu":
-        return _millicores(q)
+        return quantity_millicores(q)
     if resource in ("memory", "ephemeral-storage"):
         return quantity_bytes(q)
     return int(q)

@@ -13,8 +13,8 @@ import yaml
 
 from tests.harness import checkov, helm, validate_all
 from vllm_eks import contract
-from vllm_eks.values.gpu_infra import GpuInfraValues
-from vllm_eks.values.schema import render_schema
+from vllm_eks.chart_values.gpu_infra import GpuInfraValues
+from vllm_eks.chart_values.schema import render_schema
 
 pytestmark = pytest.mark.render
 

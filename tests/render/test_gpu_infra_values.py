@@ -15,15 +15,15 @@ from vllm_eks.emit import values_document
 from vllm_eks.errors import InvalidOptionError
 from vllm_eks.planner import make_plan
 from vllm_eks.request import PlanRequest
-from vllm_eks.values import gpu_infra
-from vllm_eks.values.options import ValuesOptions
-from vllm_eks.values.registry import CHART_BUILDERS
+from vllm_eks.chart_values import gpu_infra
+from vllm_eks.chart_values.options import ValuesOptions
+from vllm_eks.chart_values.registry import CHART_BUILDERS
+from vllm_eks.units import GIB
 
 pytestmark = pytest.mark.render
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "gpu-infra"
-GIB = 2**30
 
 
 def _write(tmp_path: Path, plan, options: ValuesOptions, charts=("gpu-infra",)) -> Path:

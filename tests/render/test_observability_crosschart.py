@@ -14,7 +14,7 @@ import yaml
 
 from tests.harness import helm
 from vllm_eks import contract
-from vllm_eks.values.observability import vllm_inference_fullname
+from vllm_eks.chart_values.observability import vllm_inference_fullname
 
 pytestmark = pytest.mark.render
 

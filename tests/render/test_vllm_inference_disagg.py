@@ -17,8 +17,8 @@ from vllm_eks import contract
 from vllm_eks.emit import values_document
 from vllm_eks.hardware import instance_catalog
 from vllm_eks.plan import Plan
-from vllm_eks.values.options import ValuesOptions
-from vllm_eks.values.vllm_inference import build_values, engine_kwargs
+from vllm_eks.chart_values.options import ValuesOptions
+from vllm_eks.chart_values.vllm_inference import build_values, engine_kwargs
 
 pytestmark = pytest.mark.render
 

@@ -16,10 +16,10 @@ from vllm_eks import contract
 from vllm_eks.emit import values_document
 from vllm_eks.hardware import instance_catalog
 from vllm_eks.plan import Plan
-from vllm_eks.values.engine_args import as_dict, parse_args
-from vllm_eks.values.options import ValuesOptions
-from vllm_eks.values.quantity import parse_quantity
-from vllm_eks.values.vllm_inference import NCCL_SOCKET_IFNAME, build_values
+from vllm_eks.chart_values.engine_args import as_dict, parse_args
+from vllm_eks.chart_values.options import ValuesOptions
+from vllm_eks.units import parse_quantity
+from vllm_eks.chart_values.vllm_inference import NCCL_SOCKET_IFNAME, build_values
 
 pytestmark = pytest.mark.render
 

@@ -15,8 +15,8 @@ from tests.harness import helm
 from vllm_eks import contract
 from vllm_eks.emit import values_document
 from vllm_eks.plan import Plan
-from vllm_eks.values.options import ValuesOptions
-from vllm_eks.values.vllm_inference import RAY_IMAGE_TAG, RAY_VERSION, build_values, engine_kwargs
+from vllm_eks.chart_values.options import ValuesOptions
+from vllm_eks.chart_values.vllm_inference import RAY_IMAGE_TAG, RAY_VERSION, build_values, engine_kwargs
 
 pytestmark = pytest.mark.render
 

@@ -15,7 +15,7 @@ import yaml
 
 from tests.harness import KUBE_VERSIONS, checkov, helm, validate_all
 from vllm_eks import contract
-from vllm_eks.values.engine_args import as_dict, parse_args
+from vllm_eks.chart_values.engine_args import as_dict, parse_args
 
 pytestmark = pytest.mark.render
 

@@ -3,8 +3,8 @@
 import json
 
 import pytest
+from vllm_eks.units import GIB
 
-GIB = 1024**3
 
 
 def test_llama_8b_on_g6e_xlarge_is_one_gpu(plan_json):

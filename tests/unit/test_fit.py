@@ -14,6 +14,7 @@ import yaml
 from tests.harness import helm
 from tests.harness.tools import tool_path
 from vllm_eks import contract, fit
+from vllm_eks.units import parse_quantity
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted(p.parent for p in (REPO / "values").glob("*/vllm-inference.yaml")
@@ -272,7 +273,7 @@ def test_helm_test_pods_are_not_model_servers() -> None:
     ("29317Mi", Decimal(29317 * 2**20)), ("1G", Decimal(10**9)), ("1e3", Decimal(1000)), (8, Decimal(8)),
 ])
 def test_parse_quantity(text, value) -> None:
-    assert fit.parse_quantity(text) == value
+    assert parse_quantity(text) == value
 
 
 def test_pod_requests_follow_the_scheduler() -> None:

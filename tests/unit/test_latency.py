@@ -38,8 +38,8 @@ def test_unknown_hardware_keeps_fixed_defaults():
 
 
 def test_observability_values_carry_the_plan_slos():
-    from vllm_eks.values.observability import build_values
-    from vllm_eks.values.options import ValuesOptions
+    from vllm_eks.chart_values.observability import build_values
+    from vllm_eks.chart_values.options import ValuesOptions
     p = make_plan(PlanRequest(model="qwen2.5-7b-instruct", instance="g6.xlarge"))
     v = build_values(p, ValuesOptions())
     assert v.rules.slo.ttft_p99_seconds == p.slo_ttft_p99_seconds

@@ -29,7 +29,7 @@ def test_more_utilization_never_fewer_tokens(model, instance, tp, pp, util, step
         return
     _, low = _budget(model, instance, tp, pp, util)
     _, high = _budget(model, instance, tp, pp, min(1.0, util + step))
-    assert high.capacity(4096).tokens >= low.capacity(4096).tokens
+    assert high.kv_capacity(4096).tokens >= low.kv_capacity(4096).tokens
 
 
 @settings(max_examples=150, deadline=None)
@@ -62,7 +62,7 @@ def test_budgets_never_negative(model, instance, tp, pp, util, block, max_len):
     if valid_tp(a0, tp) or pp > a0.num_layers:
         return
     a, b = _budget(model, instance, tp, pp, util, block=block)
-    cap = b.capacity(max_len)
+    cap = b.kv_capacity(max_len)
     assert cap.num_blocks >= 0 and cap.tokens >= 0 and cap.max_concurrency >= 0
     for stage in b.stages:
         assert stage.weights > 0 and stage.over.activation_peak > 0

@@ -15,20 +15,20 @@ from pydantic import ValidationError
 from vllm_eks import contract
 from vllm_eks.errors import VllmEksError
 from vllm_eks.plan import Plan
-from vllm_eks.values.engine_args import as_dict, parse_args
-from vllm_eks.values.options import ValuesOptions
-from vllm_eks.values.quantity import bytes_quantity, cpu_quantity, parse_quantity
-from vllm_eks.values.registry import CHART_BUILDERS
-from vllm_eks.values.schema import (
+from vllm_eks.chart_values.engine_args import as_dict, parse_args
+from vllm_eks.chart_values.options import ValuesOptions
+from vllm_eks.units import bytes_quantity, cpu_quantity, parse_quantity
+from vllm_eks.chart_values.registry import CHART_BUILDERS
+from vllm_eks.chart_values.schema import (
     DOCS_END, DOCS_START, SchemaError, render_schema, replace_reference, values_reference_markdown,
     values_schema)
-from vllm_eks.values.vllm_inference import VllmInferenceValues, build_values
+from vllm_eks.chart_values.vllm_inference import VllmInferenceValues, build_values
+from vllm_eks.units import GIB
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "vllm-inference"
 TITLE = "vllm-inference values"
 
-GiB = 1 << 30
 
 
 def make_plan(**overrides) -> Plan:
@@ -40,18 +40,18 @@ def make_plan(**overrides) -> Plan:
         expected_bus_bandwidth_gbytes_per_s=400.0, topology="single-node",
         tensor_parallel_size=8, pipeline_parallel_size=1, nodes_per_replica=1, gpus_per_pod=8,
         replicas=3, dtype="bfloat16", quantization=None, kv_cache_dtype="auto",
-        weights_bytes_total=141 * GiB, weights_bytes_per_gpu=18 * GiB, activation_peak_bytes=GiB,
-        non_torch_bytes=GiB // 4, cudagraph_bytes=GiB // 2, kv_bytes_per_token_per_gpu=40960,
-        block_size=16, available_kv_cache_bytes_per_gpu=50 * GiB, kv_cache_blocks=81920,
+        weights_bytes_total=141 * GIB, weights_bytes_per_gpu=18 * GIB, activation_peak_bytes=GIB,
+        non_torch_bytes=GIB // 4, cudagraph_bytes=GIB // 2, kv_bytes_per_token_per_gpu=40960,
+        block_size=16, available_kv_cache_bytes_per_gpu=50 * GIB, kv_cache_blocks=81920,
         kv_cache_tokens=1_310_720, max_model_len=131072, max_concurrency=10.0,
         gpu_memory_utilization=0.9, kv_cache_memory_bytes=None, max_num_seqs=256,
         max_num_batched_tokens=8192, enable_chunked_prefill=True, enable_prefix_caching=True,
-        shm_size_bytes=64 * GiB, efa_devices_per_pod=0, cpu_request_millicores=91500,
-        memory_request_bytes=600 * GiB, ephemeral_storage_bytes=160 * GiB + 12345,
+        shm_size_bytes=64 * GIB, efa_devices_per_pod=0, cpu_request_millicores=91500,
+        memory_request_bytes=600 * GIB, ephemeral_storage_bytes=160 * GIB + 12345,
         load_bandwidth_bytes_per_s=400 << 20, startup_probe_seconds=905,
         shutdown_timeout_seconds=120, prestop_seconds=15, termination_grace_period_seconds=150,
         cost_per_hour_usd=55.04, autoscaling_min_replicas=3, autoscaling_max_replicas=6, pool_nodes=6,
-        pool_gpu_limit=56, root_volume_bytes=220 * GiB, queue_alert_threshold=64, scale_up_period_seconds=905,
+        pool_gpu_limit=56, root_volume_bytes=220 * GIB, queue_alert_threshold=64, scale_up_period_seconds=905,
         slo_ttft_p99_seconds=0.5, slo_tpot_p99_seconds=0.03,
         engine_args=["meta-llama/Llama-3.1-70B-Instruct", "--served-model-name", "llama-70b",
                      "--tensor-parallel-size", "8", "--pipeline-parallel-size", "1",
@@ -278,7 +278,7 @@ def test_readme_values_reference_is_generated() -> None:
 
 # ---------------------------------------------------------------------------------- helpers
 
-@pytest.mark.parametrize("n, text", [(2 * GiB, "2Gi"), (1536 << 20, "1536Mi"), (12345, "12345"),
+@pytest.mark.parametrize("n, text", [(2 * GIB, "2Gi"), (1536 << 20, "1536Mi"), (12345, "12345"),
                                      (0, "0"), (3 << 40, "3Ti")])
 def test_bytes_quantity(n: int, text: str) -> None:
     assert bytes_quantity(n) == text

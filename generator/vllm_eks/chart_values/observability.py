@@ -11,8 +11,9 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from .. import contract
-from ..capacity import HPA_MAX_PERIOD_SECONDS, KEDA_QUEUE_TARGET
+from ..pools import HPA_MAX_PERIOD_SECONDS, KEDA_QUEUE_TARGET
 from ..plan import Plan
+from ..topology import Topology, keda_scales
 from .base import ValuesModel
 from .options import ValuesOptions
 
@@ -24,10 +25,8 @@ RUNBOOK_BASE_URL = "https://github.com/vllm-eks/vllm-eks/blob/main/docs/runbooks
 # KEDA's cooldown: ten minutes, so a replica that took minutes to load is not dropped at once.
 MIN_COOLDOWN_SECONDS = 600
 
-Topology = Literal["single-node", "multi-node", "ray-serve", "disaggregated"]
 # Topologies whose replicas KEDA scales on the queue; Ray Serve scales itself, and the prefill and
 # decode pools of a disaggregated deployment need per-pool signals (left to their Plan replicas).
-KEDA_TOPOLOGIES = ("single-node", "multi-node")
 Duration = str  # Prometheus duration, validated by pattern below
 DURATION_PATTERN = r"^([0-9]+(ms|s|m|h))+$"
 LABEL_VALUE_PATTERN = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
@@ -236,7 +235,7 @@ def autoscaling_for(plan: Plan) -> Autoscaling:
                                      period_seconds=300),
         ),
         fallback=Fallback(replicas=floor),
-        enabled=plan.topology in KEDA_TOPOLOGIES,
+        enabled=keda_scales(plan.topology),
     )
 
 

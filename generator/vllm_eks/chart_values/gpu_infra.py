@@ -18,7 +18,7 @@ from ..plan import Plan
 from .base import Quantity, ValuesModel
 from .options import ValuesOptions
 
-GIB = 1024**3
+from ..units import GIB
 
 # Pinned versions. Each was the newest release found when pinned; bump them deliberately.
 # AL2023 EKS AMI release v20260903 (awslabs/amazon-eks-ami releases; the AL2023 1.35.7-20260903

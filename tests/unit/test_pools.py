@@ -1,10 +1,10 @@
 """Pool and autoscaling numbers of the Plan (capacity.py): what the NodePool limit must admit."""
 
-from vllm_eks.capacity import plan_capacity
+from vllm_eks.pools import plan_pools
 from vllm_eks.planner import make_plan
 from vllm_eks.request import PlanRequest
+from vllm_eks.units import GIB
 
-GIB = 1024**3
 
 
 def test_shared_nodes_count_once():
@@ -25,18 +25,18 @@ def test_keda_ceiling_fits_the_pool_limit():
 
 
 def test_ray_serve_and_disaggregated_peaks():
-    ray = plan_capacity(topology="ray-serve", replicas=1, serve_max=4, prefill_replicas=None, decode_replicas=None,
+    ray = plan_pools(topology="ray-serve", replicas=1, serve_max=4, prefill_replicas=None, decode_replicas=None,
                         nodes_per_replica=1, gpus_per_pod=1, gpus_per_node=1, ephemeral_bytes=0,
                         max_num_seqs=64, startup_seconds=300)
     assert (ray.max_replicas, ray.pool_gpu_limit) == (4, 5)
-    dis = plan_capacity(topology="disaggregated", replicas=3, serve_max=None, prefill_replicas=2, decode_replicas=3,
+    dis = plan_pools(topology="disaggregated", replicas=3, serve_max=None, prefill_replicas=2, decode_replicas=3,
                         nodes_per_replica=1, gpus_per_pod=1, gpus_per_node=1, ephemeral_bytes=0,
                         max_num_seqs=64, startup_seconds=300)
     assert (dis.max_replicas, dis.pool_gpu_limit) == (5, 6)
 
 
 def test_root_volume_and_thresholds():
-    c = plan_capacity(topology="single-node", replicas=1, serve_max=None, prefill_replicas=None,
+    c = plan_pools(topology="single-node", replicas=1, serve_max=None, prefill_replicas=None,
                       decode_replicas=None, nodes_per_replica=1, gpus_per_pod=1, gpus_per_node=1,
                       ephemeral_bytes=25 * GIB + 1, max_num_seqs=256, startup_seconds=3000)
     assert c.root_volume_bytes == 80 * GIB             # 20 + 30 + 25.x, rounded up to 10 GiB

@@ -8,10 +8,16 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from .quantity import OPTIONAL_QUANTITY_PATTERN, QUANTITY_PATTERN
+from ..units import OPTIONAL_QUANTITY_PATTERN, QUANTITY_PATTERN
 
 Quantity = Annotated[str, Field(pattern=QUANTITY_PATTERN)]
 OptionalQuantity = Annotated[str, Field(pattern=OPTIONAL_QUANTITY_PATTERN)]
+
+# Kubernetes names: a DNS-1123 label (namespaces, Helm releases, label-like names) and a
+# DNS-1123 subdomain (most object names).
+DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+OPTIONAL_DNS1123_SUBDOMAIN = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$"
 
 
 class ValuesModel(BaseModel):

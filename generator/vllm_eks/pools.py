@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .hardware import GIB
+from .units import GIB
 
 # Root volume: the OS and kubelet state, the serving image (vLLM CUDA images are 10-20 GiB
 # compressed, about twice that unpacked), then the model cache the pod keeps as ephemeral storage.
@@ -32,7 +32,7 @@ class Capacity:
     scale_up_period_seconds: int
 
 
-def plan_capacity(*, topology: str, replicas: int, serve_max: int | None, prefill_replicas: int | None,
+def plan_pools(*, topology: str, replicas: int, serve_max: int | None, prefill_replicas: int | None,
                   decode_replicas: int | None, nodes_per_replica: int, gpus_per_pod: int, gpus_per_node: int,
                   ephemeral_bytes: int, max_num_seqs: int, startup_seconds: int) -> Capacity:
     floor = max(1, replicas)
