@@ -162,19 +162,47 @@ def _ties_by_default(model_type: str) -> bool:
     return model_type.startswith("gemma")
 
 
+def _text_config(top: dict) -> dict:
+    """The language model's settings, with the config class's defaults under the file's values."""
+    cfg = top
+    if isinstance(top.get("text_config"), dict):
+        # multimodal wrappers (Gemma 3) keep the language model under text_config
+        cfg = {**top["text_config"], **{k: v for k, v in top.items() if k == "quantization_config"}}
+        if "torch_dtype" not in cfg and "torch_dtype" in top:
+            cfg["torch_dtype"] = top["torch_dtype"]
+    return {**CLASS_DEFAULTS.get(str(cfg.get("model_type", "")), {}), **cfg}
+
+
+def _mla(cfg: dict, where: str) -> MLA | None:
+    if not cfg.get("kv_lora_rank"):
+        return None
+    return MLA(kv_lora_rank=_get(cfg, "kv_lora_rank", where), qk_rope_head_dim=_get(cfg, "qk_rope_head_dim", where),
+               qk_nope_head_dim=_get(cfg, "qk_nope_head_dim", where), v_head_dim=_get(cfg, "v_head_dim", where),
+               q_lora_rank=cfg.get("q_lora_rank"))
+
+
+def _moe(cfg: dict, where: str) -> MoE | None:
+    n_experts = cfg.get("num_local_experts") or cfg.get("num_experts") or cfg.get("n_routed_experts")
+    if not n_experts:
+        return None
+    intermediate = cfg.get("intermediate_size")
+    per_tok = _get(cfg, "num_experts_per_tok", where)
+    expert_inter = cfg.get("moe_intermediate_size") or intermediate
+    if not expert_inter:
+        raise ModelConfigError(f"{where}: MoE model needs 'moe_intermediate_size' or 'intermediate_size'")
+    shared = cfg.get("shared_expert_intermediate_size") or 0
+    if cfg.get("n_shared_experts"):
+        shared = cfg["n_shared_experts"] * expert_inter
+    dense_layers = cfg.get("first_k_dense_replace") or 0
+    return MoE(n_experts, per_tok, expert_inter, shared, dense_layers, intermediate or 0)
+
+
 def parse_config(cfg: Any, name: str) -> Architecture:
     """Architecture from a config.json dictionary; errors name the file and the field."""
     where = name
     if not isinstance(cfg, dict):
         raise ModelConfigError(f"{where}: config.json must be a JSON object")
-    top = cfg
-    if isinstance(cfg.get("text_config"), dict):
-        # multimodal wrappers (Gemma 3) keep the language model under text_config
-        cfg = {**cfg["text_config"], **{k: v for k, v in cfg.items() if k == "quantization_config"}}
-        if "torch_dtype" not in cfg and "torch_dtype" in top:
-            cfg["torch_dtype"] = top["torch_dtype"]
-    for key, value in CLASS_DEFAULTS.get(str(cfg.get("model_type", "")), {}).items():
-        cfg = {key: value, **cfg}
+    top, cfg = cfg, _text_config(cfg)
     hidden = _get(cfg, "hidden_size", where)
     layers = _get(cfg, "num_hidden_layers", where)
     heads = _get(cfg, "num_attention_heads", where)
@@ -193,30 +221,10 @@ def parse_config(cfg: Any, name: str) -> Architecture:
     if dtype not in DTYPE_BYTES:
         raise ModelConfigError(f"{where}: torch_dtype '{dtype}' is not one of {sorted(DTYPE_BYTES)}")
 
-    mla = None
-    if cfg.get("kv_lora_rank"):
-        mla = MLA(
-            kv_lora_rank=_get(cfg, "kv_lora_rank", where),
-            qk_rope_head_dim=_get(cfg, "qk_rope_head_dim", where),
-            qk_nope_head_dim=_get(cfg, "qk_nope_head_dim", where),
-            v_head_dim=_get(cfg, "v_head_dim", where),
-            q_lora_rank=cfg.get("q_lora_rank"),
-        )
-
-    moe = None
-    n_experts = cfg.get("num_local_experts") or cfg.get("num_experts") or cfg.get("n_routed_experts")
-    intermediate = cfg.get("intermediate_size")
-    if n_experts:
-        per_tok = _get(cfg, "num_experts_per_tok", where)
-        expert_inter = cfg.get("moe_intermediate_size") or intermediate
-        if not expert_inter:
-            raise ModelConfigError(f"{where}: MoE model needs 'moe_intermediate_size' or 'intermediate_size'")
-        shared = cfg.get("shared_expert_intermediate_size") or 0
-        if cfg.get("n_shared_experts"):
-            shared = cfg["n_shared_experts"] * expert_inter
-        dense_layers = cfg.get("first_k_dense_replace") or 0
-        moe = MoE(n_experts, per_tok, expert_inter, shared, dense_layers, intermediate or 0)
-        intermediate = intermediate or expert_inter
+    mla = _mla(cfg, where)
+    moe = _moe(cfg, where)
+    if moe is not None:
+        intermediate = cfg.get("intermediate_size") or moe.expert_intermediate_size
     else:
         intermediate = _get(cfg, "intermediate_size", where)
 

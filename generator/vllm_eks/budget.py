@@ -8,7 +8,10 @@ from dataclasses import dataclass
 
 from . import kvcache, overheads, weights
 from .architecture import Architecture
+from .derivations import Derivations
 from .hardware import Hardware
+from .plan import MemoryPlan
+from .units import gib
 
 
 @dataclass(frozen=True)
@@ -84,3 +87,66 @@ def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings) -> Budget
     budget = Budget(s, weights.bytes_total(a, prec), tuple(stages), 0)
     cap = budget.kv_capacity(1)
     return Budget(s, budget.weights_total, budget.stages, cap.num_blocks)
+
+
+def memory_plan(a: Architecture, hw: Hardware, p: Precisions, b: Budget, max_model_len: int,
+                max_model_len_why: str) -> MemoryPlan:
+    """The memory section of the Plan for budget `b` at `max_model_len`, with its derivations."""
+    s, worst = b.settings, b.worst
+    cap = b.kv_capacity(max_model_len)
+    lay = worst.layout
+    per_tok = max(st.layout.bytes_per_token for st in b.stages)
+    prec = weights.precision_for(a, p.dtype_bytes, p.quant_bits, p.quant_scope)
+    d = Derivations()
+    d.add("weights_bytes_total", gib(b.weights_total),
+          f"{weights.total_parameters(a):,} parameters: embeddings/norms x {prec.dense} B, attention x {prec.attention} B, "
+          f"MLP x {prec.mlp} B, experts x {prec.experts} B", "bytes per parameter of the precision vLLM loads")
+    d.add("weights_bytes_per_gpu", gib(worst.weights),
+          f"linear layers / TP {s.tp}, layers of the largest of {s.pp} stage(s), embedding on the first and LM head on the last")
+    d.add("kv_bytes_per_token_per_gpu", f"{per_tok:,} B", _kv_formula(a, p, s.tp, lay.layers_on_rank),
+          "KV heads are replicated when fewer than TP ranks; MLA latents are not split by TP")
+    if len(lay.groups) > 1:
+        d.add("kv_cache_groups", f"{len(lay.groups)} groups of {lay.group_size} layers",
+              ", ".join(f"{n} {'full' if w is None else f'window {w}'}" for n, w in lay.groups),
+              "vLLM hybrid allocator: sliding-window layers keep at most window + batch tokens")
+    _available_derivations(d, hw, s, worst)
+    block_bytes = lay.bytes_per_token_per_layer * s.block_size * lay.group_size
+    d.add("kv_cache_blocks", f"{cap.num_blocks:,}",
+          f"floor({worst.available:,} B / ({lay.bytes_per_token_per_layer} B x block {s.block_size} x "
+          f"{lay.group_size} layers = {block_bytes:,} B))")
+    d.add("kv_cache_tokens", f"{cap.tokens:,}", f"int(max_concurrency {cap.max_concurrency:.4f} x max_model_len {max_model_len})",
+          f"vLLM 0.32 get_kv_cache_capacity; the cache holds {cap.slots:,} token slots ({cap.num_blocks:,} blocks / "
+          f"{len(lay.groups)} group(s) x block_size {s.block_size})")
+    d.add("max_model_len", str(max_model_len), max_model_len_why)
+    d.add("max_concurrency", f"{cap.max_concurrency:.2f}x",
+          f"{cap.num_blocks:,} blocks / {cap.blocks_per_request} blocks per {max_model_len}-token request")
+    return MemoryPlan(
+        dtype=p.dtype, quantization=p.quantization, kv_cache_dtype=p.kv_cache_dtype,
+        weights_bytes_total=b.weights_total, weights_bytes_per_gpu=max(st.weights for st in b.stages),
+        activation_peak_bytes=worst.over.activation_peak, non_torch_bytes=worst.over.non_torch,
+        cudagraph_bytes=worst.over.cudagraph, kv_bytes_per_token_per_gpu=per_tok, block_size=s.block_size,
+        available_kv_cache_bytes_per_gpu=worst.available, kv_cache_blocks=cap.num_blocks, kv_cache_tokens=cap.tokens,
+        max_model_len=max_model_len, max_concurrency=round(cap.max_concurrency, 2), derivations=d.items)
+
+
+def _kv_formula(a: Architecture, p: Precisions, tp: int, layers: int) -> str:
+    if a.mla:
+        return (f"MLA: (kv_lora_rank {a.mla.kv_lora_rank} + rope {a.mla.qk_rope_head_dim}) x "
+                f"{p.kv_dtype_bytes} B x {layers} layers")
+    return (f"2 x {kvcache.kv_heads_per_rank(a, tp)} KV heads/rank x head_dim {a.head_dim} x "
+            f"{p.kv_dtype_bytes} B x {layers} layers")
+
+
+def _available_derivations(d: Derivations, hw: Hardware, s: Settings, worst: StageBudget) -> None:
+    if s.kv_cache_memory_bytes is not None:
+        d.add("available_kv_cache_bytes_per_gpu", gib(worst.available),
+              "pinned by --kv-cache-memory (vLLM --kv-cache-memory-bytes)")
+        return
+    d.add("requested_bytes", gib(worst.requested),
+          f"{gib(hw.gpu_memory_bytes)} x gpu_memory_utilization {s.gpu_memory_utilization}")
+    d.add("activation_peak_bytes", gib(worst.over.activation_peak), worst.over.activation_formula,
+          "profile run of max_num_batched_tokens (docs/memory-model.md)")
+    d.add("non_torch_bytes", gib(worst.over.non_torch), worst.over.non_torch_formula)
+    d.add("cudagraph_bytes", gib(worst.over.cudagraph), worst.over.cudagraph_formula)
+    d.add("available_kv_cache_bytes_per_gpu", gib(worst.available),
+          "requested - weights - activation peak - non-torch - CUDA graphs")

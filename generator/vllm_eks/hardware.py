@@ -11,7 +11,9 @@ import yaml
 
 from .errors import InvalidOptionError, UnknownInstanceError
 
-from .units import GIB, MIB, quantity_bytes, quantity_millicores
+from .derivations import Derivations
+from .plan import NodePlan
+from .units import GIB, MIB, gib, quantity_bytes, quantity_millicores
 
 
 @dataclass(frozen=True)
@@ -122,3 +124,17 @@ def resolve_hardware(instance: str | None, gpu_memory_mib: int | None, gpus_per_
         gpu_memory_source=source, interconnect="unknown", vcpu=0, memory_mib=0,
         alloc_cpu_millicores=0, alloc_memory_bytes=0, max_pods=0, efa_max=0, network_mbps=0,
         local_nvme_gb=0, usd_per_hour=price, in_catalog=False)
+
+
+def node_plan(hw: Hardware, multi_node: bool) -> NodePlan:
+    """The node section of the Plan: the GPU machine one pod runs on."""
+    d = Derivations()
+    d.add("gpu_memory_bytes", gib(hw.gpu_memory_bytes), f"CUDA-visible total of one {hw.gpu}", hw.gpu_memory_source)
+    bandwidth = hw.network_mbps / 8000
+    if multi_node:
+        d.add("expected_bus_bandwidth_gbytes_per_s", f"{bandwidth:g} GB/s",
+              f"network rating {hw.network_mbps} Mbit/s / 8000",
+              "the all-reduce diagnostic fails far below it: NCCL fell back to TCP")
+    return NodePlan(gpu=hw.gpu, gpus_per_node=hw.gpus_per_node, gpu_memory_bytes=hw.gpu_memory_bytes,
+                    gpu_interconnect=hw.interconnect, nvlink="nvlink" in hw.interconnect.lower(),
+                    expected_bus_bandwidth_gbytes_per_s=bandwidth, derivations=d.items)

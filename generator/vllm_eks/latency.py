@@ -8,11 +8,11 @@ the other for one token. The SLO leaves room for batching and queueing on top.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from . import weights
 from .architecture import Architecture
+from .derivations import Derivations
 from .hardware import Hardware
+from .plan import SloPlan
 
 PREFILL_MFU = 0.4           # fraction of peak tensor throughput a prefill reaches
 DECODE_MBU = 0.6            # fraction of peak memory bandwidth a decode step reaches
@@ -21,14 +21,8 @@ TTFT_HEADROOM, TTFT_FLOOR = 4.0, 0.5
 TPOT_HEADROOM, TPOT_FLOOR = 3.0, 0.03
 # Without datasheet figures (hardware outside the catalog) the SLOs fall back to these.
 DEFAULT_TTFT_SLO, DEFAULT_TPOT_SLO = 2.0, 0.1
-
-
-@dataclass(frozen=True)
-class Slos:
-    ttft_seconds: float
-    tpot_seconds: float
-    ttft_formula: str
-    tpot_formula: str
+TTFT_SOURCE = "default of the TTFT alert; datasheet figures in data/gpus.yaml"
+TPOT_SOURCE = "default of the TPOT alert"
 
 
 def active_parameters(a: Architecture) -> int:
@@ -41,10 +35,14 @@ def active_parameters(a: Architecture) -> int:
 
 
 def default_slos(a: Architecture, hw: Hardware, tp: int, pp: int, weights_total: int,
-                 max_model_len: int) -> Slos:
+                 max_model_len: int) -> SloPlan:
+    """The slo section of the Plan: default TTFT and TPOT p99 of the alert rules."""
+    d = Derivations()
     if not hw.bf16_tflops or not hw.memory_bandwidth:
         why = f"no datasheet figures for {hw.gpu}: fixed defaults"
-        return Slos(DEFAULT_TTFT_SLO, DEFAULT_TPOT_SLO, why, why)
+        d.add("slo_ttft_p99_seconds", f"{DEFAULT_TTFT_SLO} s", why, TTFT_SOURCE)
+        d.add("slo_tpot_p99_seconds", f"{DEFAULT_TPOT_SLO} s", why, TPOT_SOURCE)
+        return SloPlan(slo_ttft_p99_seconds=DEFAULT_TTFT_SLO, slo_tpot_p99_seconds=DEFAULT_TPOT_SLO, derivations=d.items)
     active = active_parameters(a)
     prompt = min(max_model_len, TYPICAL_PROMPT_TOKENS)
     prefill = 2 * active * prompt / (tp * hw.bf16_tflops * 1e12 * PREFILL_MFU)
@@ -52,11 +50,12 @@ def default_slos(a: Architecture, hw: Hardware, tp: int, pp: int, weights_total:
     decode = active_bytes / (tp * hw.memory_bandwidth * DECODE_MBU)
     ttft = round(max(TTFT_FLOOR, TTFT_HEADROOM * prefill), 2)
     tpot = round(max(TPOT_FLOOR, TPOT_HEADROOM * decode), 3)
-    return Slos(
-        ttft, tpot,
-        f"max({TTFT_FLOOR} s, {TTFT_HEADROOM:g} x prefill of {prompt} tokens: 2 x {active / 1e9:.1f}B active params "
-        f"x {prompt} / (TP {tp} x {hw.bf16_tflops:g} TFLOPS x {PREFILL_MFU}) = {prefill:.3f} s)",
-        f"max({TPOT_FLOOR} s, {TPOT_HEADROOM:g} x decode step: {active_bytes / 1e9:.1f} GB active weights / "
-        f"(TP {tp} x {hw.memory_bandwidth / 1e9:g} GB/s x {DECODE_MBU}) = {decode * 1000:.1f} ms)"
-        + (f", PP {pp} stages in turn: the bandwidth of all {tp * pp} GPUs is not used at once" if pp > 1 else ""),
-    )
+    d.add("slo_ttft_p99_seconds", f"{ttft} s",
+          f"max({TTFT_FLOOR} s, {TTFT_HEADROOM:g} x prefill of {prompt} tokens: 2 x {active / 1e9:.1f}B active params "
+          f"x {prompt} / (TP {tp} x {hw.bf16_tflops:g} TFLOPS x {PREFILL_MFU}) = {prefill:.3f} s)", TTFT_SOURCE)
+    d.add("slo_tpot_p99_seconds", f"{tpot} s",
+          f"max({TPOT_FLOOR} s, {TPOT_HEADROOM:g} x decode step: {active_bytes / 1e9:.1f} GB active weights / "
+          f"(TP {tp} x {hw.memory_bandwidth / 1e9:g} GB/s x {DECODE_MBU}) = {decode * 1000:.1f} ms)"
+          + (f", PP {pp} stages in turn: the bandwidth of all {tp * pp} GPUs is not used at once" if pp > 1 else ""),
+          TPOT_SOURCE)
+    return SloPlan(slo_ttft_p99_seconds=ttft, slo_tpot_p99_seconds=tpot, derivations=d.items)

@@ -1,62 +1,32 @@
 """The Plan: every number a deployment needs, each with the reason it has that value.
 
-The planner builds it, `explain` prints it, the emitters read it; nothing recomputes a number
-elsewhere."""
+The Plan is composed of sections, each produced with its own derivations by the module that
+computes it (node: hardware, layout and engine: planner, memory: budget, pod: sizing, pool and
+cost: pools, slo: latency). `explain` prints it, the chart-values builders read it; nothing
+recomputes a number elsewhere. `json_summary` is the stable flat form users' scripts read."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .derivations import Derivation
+from .engine_settings import EngineSettings, serve_args
 from .topology import Topology
 
 
-
-class Derivation(BaseModel):
-    """One derived number, written so a person can check it by hand."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    key: str = Field(description="Plan key this line explains")
-    value: str = Field(description="The value, formatted with its unit")
-    formula: str = Field(description="How it was computed, with the inputs substituted")
-    source: str = Field(default="", description="Why this rule: vLLM behaviour, AWS fact or user pin")
-
-
-class ServeAutoscaling(BaseModel):
-    """Ray Serve's own autoscaler for the ray-serve topology (it scales model replicas inside
-    the RayCluster; KubeRay's autoscaler adds the worker pods they need)."""
+class Section(BaseModel):
+    """A part of the Plan; its derivations explain its fields and are not part of its data."""
 
     model_config = ConfigDict(extra="forbid")
 
-    min_replicas: int
-    max_replicas: int
-    target_ongoing_requests: int
-    min_worker_pods: int = Field(description="GPU worker pods of min_replicas (replicas x nodes per replica)")
-    max_worker_pods: int = Field(description="GPU worker pods of max_replicas")
+    derivations: list[Derivation] = Field(default_factory=list, exclude=True)
 
 
-class PoolPlan(BaseModel):
-    """One pool of a prefill/decode disaggregated deployment."""
+class NodePlan(Section):
+    """The GPU machine one pod runs on."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    role: Literal["prefill", "decode"]
-    replicas: int
-    max_num_seqs: int
-    max_num_batched_tokens: int
-    engine_args: list[str]
-
-
-class Plan(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    # what and where
-    model: str = Field(description="Catalog id, or the path of the config.json used")
-    model_source: str = Field(description="What vLLM loads: Hugging Face repo id or local path")
-    served_model_name: str
-    instance: str
     gpu: str
     gpus_per_node: int
     gpu_memory_bytes: int = Field(description="Total memory of one GPU as CUDA reports it")
@@ -64,21 +34,24 @@ class Plan(BaseModel):
     nvlink: bool = Field(description="GPUs of a node are NVLink-connected: the topology diagnostic checks it")
     expected_bus_bandwidth_gbytes_per_s: float = Field(
         description="All-reduce bus bandwidth a multi-node group should reach over the network")
-    topology: Topology
 
-    # parallelism
+
+class LayoutPlan(Section):
+    """How one model copy is split over GPUs and machines, and how many copies run."""
+
     tensor_parallel_size: int
     pipeline_parallel_size: int
     nodes_per_replica: int
     gpus_per_pod: int
     replicas: int
 
-    # precision
+
+class MemoryPlan(Section):
+    """The per-GPU memory budget, as vLLM computes it at start-up."""
+
     dtype: str
     quantization: str | None
     kv_cache_dtype: str
-
-    # memory budget, per GPU unless named total
     weights_bytes_total: int
     weights_bytes_per_gpu: int
     activation_peak_bytes: int
@@ -92,7 +65,11 @@ class Plan(BaseModel):
     max_model_len: int
     max_concurrency: float
 
-    # engine settings
+
+class EnginePlan(Section):
+    """vLLM's engine settings: `settings` is what the engine reads, keyed by EngineArgs field
+    names; the other fields are the planner's decisions behind it."""
+
     gpu_memory_utilization: float
     kv_cache_memory_bytes: int | None = Field(
         description="Set when the KV budget was pinned (vLLM --kv-cache-memory-bytes)")
@@ -100,8 +77,12 @@ class Plan(BaseModel):
     max_num_batched_tokens: int
     enable_chunked_prefill: bool
     enable_prefix_caching: bool
+    settings: EngineSettings = Field(description="vLLM EngineArgs field -> value")
 
-    # pod sizing
+
+class PodPlan(Section):
+    """Requests, volumes and timings of one model-server pod."""
+
     shm_size_bytes: int
     efa_devices_per_pod: int
     cpu_request_millicores: int
@@ -113,7 +94,10 @@ class Plan(BaseModel):
     prestop_seconds: int
     termination_grace_period_seconds: int
 
-    # pool and autoscaling
+
+class PoolPlan(Section):
+    """The GPU NodePool and the autoscaling range it must admit."""
+
     autoscaling_min_replicas: int
     autoscaling_max_replicas: int
     pool_nodes: int = Field(description="Nodes the pool holds at the autoscaling maximum")
@@ -122,21 +106,123 @@ class Plan(BaseModel):
     queue_alert_threshold: int = Field(description="Requests waiting per engine that raise the queue alert")
     scale_up_period_seconds: int = Field(description="HPA scale-up policy period: one replica start-up")
 
-    # latency SLO defaults of the alert rules
+
+class SloPlan(Section):
+    """Default latency SLOs of the alert rules."""
+
     slo_ttft_p99_seconds: float
     slo_tpot_p99_seconds: float
 
-    # money
+
+class CostPlan(Section):
     cost_per_hour_usd: float | None = Field(description="On-demand price of one replica (all its nodes)")
 
-    engine_args: list[str] = Field(description="Arguments after `vllm serve`")
-    serve_autoscaling: ServeAutoscaling | None = None
-    prefill: PoolPlan | None = None
-    decode: PoolPlan | None = None
-    kv_transfer_config: dict | None = Field(
-        default=None, description="vLLM --kv-transfer-config of both pools (NIXL over EFA via libfabric)")
-    derivations: list[Derivation] = Field(default_factory=list)
 
-    def json_summary(self) -> dict:
-        """The stable machine-readable form printed by `plan --json` and written to plan.json."""
-        return self.model_dump(mode="json")
+class ServeAutoscaling(Section):
+    """Ray Serve's own autoscaler for the ray-serve topology (it scales model replicas inside
+    the RayCluster; KubeRay's autoscaler adds the worker pods they need)."""
+
+    min_replicas: int
+    max_replicas: int
+    target_ongoing_requests: int
+    min_worker_pods: int = Field(description="GPU worker pods of min_replicas (replicas x nodes per replica)")
+    max_worker_pods: int = Field(description="GPU worker pods of max_replicas")
+
+
+class PhasePlan(Section):
+    """One phase (prefill or decode) of a disaggregated deployment: its pool size and engine settings."""
+
+    role: Literal["prefill", "decode"]
+    replicas: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    settings: EngineSettings = Field(description="vLLM EngineArgs of this phase (with its KV transfer)")
+
+
+# Sections whose fields print flat at the top of `plan --json`, in this order.
+FLAT_SECTIONS = ("node", "layout", "memory", "engine", "pod", "pool", "slo", "cost")
+
+
+class Plan(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(description="Catalog id, or the path of the config.json used")
+    model_source: str = Field(description="What vLLM loads: Hugging Face repo id or local path")
+    served_model_name: str
+    instance: str
+    topology: Topology
+
+    node: NodePlan
+    layout: LayoutPlan
+    memory: MemoryPlan
+    engine: EnginePlan
+    pod: PodPlan
+    pool: PoolPlan
+    slo: SloPlan
+    cost: CostPlan
+    serve_autoscaling: ServeAutoscaling | None = None
+    prefill: PhasePlan | None = None
+    decode: PhasePlan | None = None
+
+    @property
+    def kv_transfer_config(self) -> dict | None:
+        """vLLM --kv-transfer-config of both phases (NIXL), from the decode phase's settings."""
+        return self.decode.settings.get("kv_transfer_config") if self.decode else None  # type: ignore[return-value]
+
+    @property
+    def derivations(self) -> list[Derivation]:
+        extra = [s for s in (self.serve_autoscaling, self.prefill) if s is not None]
+        return [d for s in (*(getattr(self, n) for n in FLAT_SECTIONS), *extra) for d in s.derivations]
+
+    def serve_args(self, settings: EngineSettings | None = None) -> list[str]:
+        """Arguments after `vllm serve MODEL` for these engine settings (default: the Plan's)."""
+        return serve_args(
+            served_model_name=self.served_model_name, tensor_parallel_size=self.layout.tensor_parallel_size,
+            pipeline_parallel_size=self.layout.pipeline_parallel_size,
+            settings=self.engine.settings if settings is None else settings,
+            load_format="runai_streamer" if self.model_source.startswith("s3://") else None,
+            shutdown_timeout_seconds=self.pod.shutdown_timeout_seconds)
+
+    @property
+    def engine_args(self) -> list[str]:
+        return self.serve_args()
+
+    @classmethod
+    def from_summary(cls, summary: dict[str, Any]) -> Plan:
+        """The Plan of a `plan --json` object (a scenario's plan.json). Derivations are prose for
+        people and are not read back."""
+        top: dict[str, Any] = {k: summary[k] for k in
+                               ("model", "model_source", "served_model_name", "instance", "topology")}
+        for name in FLAT_SECTIONS:
+            section = cls.model_fields[name].annotation
+            fields = {k: summary[k] for k in section.model_fields if k in summary}
+            if name == "engine":
+                fields["settings"] = summary["engine_settings"]
+            top[name] = section(**fields)
+        if summary.get("serve_autoscaling"):
+            top["serve_autoscaling"] = ServeAutoscaling(**summary["serve_autoscaling"])
+        for phase in ("prefill", "decode"):
+            if summary.get(phase):
+                p = summary[phase]
+                top[phase] = PhasePlan(settings=p["engine_settings"],
+                                       **{k: p[k] for k in PhasePlan.model_fields if k in p and k != "settings"})
+        return cls(**top)
+
+    def json_summary(self) -> dict[str, Any]:
+        """The stable machine-readable form printed by `plan --json` and written to plan.json:
+        every section's fields flat at the top level, then the topology-specific sections."""
+        out: dict[str, Any] = {k: getattr(self, k) for k in
+                               ("model", "model_source", "served_model_name", "instance", "topology")}
+        for name in FLAT_SECTIONS:
+            out.update(getattr(self, name).model_dump(mode="json", exclude={"settings"}))
+        out["engine_args"] = self.engine_args
+        out["engine_settings"] = self.engine.settings
+        out["serve_autoscaling"] = self.serve_autoscaling.model_dump(mode="json") if self.serve_autoscaling else None
+        for phase in ("prefill", "decode"):
+            p: PhasePlan | None = getattr(self, phase)
+            out[phase] = None if p is None else {
+                **p.model_dump(mode="json", exclude={"settings"}), "engine_args": self.serve_args(p.settings),
+                "engine_settings": p.settings}
+        out["kv_transfer_config"] = self.kv_transfer_config
+        out["derivations"] = [d.model_dump(mode="json") for d in self.derivations]
+        return out

@@ -1,13 +1,15 @@
-"""Numbers for the pool and the autoscaler that follow from the layout: how far the serving
-workload may scale, how many nodes and GPUs the NodePool must admit for that, the node's root
-volume, and the queue depth that means the autoscaler is not keeping up."""
+"""Pool arithmetic: how far the serving workload may scale, how many nodes and GPUs the
+NodePool must admit for that, the node's root volume, the queue depth that means the
+autoscaler is not keeping up, and what one replica costs."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-from .units import GIB
+from .derivations import Derivations
+from .hardware import Hardware
+from .plan import CostPlan, PoolPlan
+from .units import GIB, gib, gib_exact
 
 # Root volume: the OS and kubelet state, the serving image (vLLM CUDA images are 10-20 GiB
 # compressed, about twice that unpacked), then the model cache the pod keeps as ephemeral storage.
@@ -16,46 +18,71 @@ IMAGE_DISK_BYTES = 30 * GIB
 # KEDA aims at this many waiting requests per replica (the 70B-on-EKS guide); the queue alert fires at
 # twice that or a quarter of the running batch, whichever is more.
 KEDA_QUEUE_TARGET = 5
-# HPA scaling-policy periods must stay within 1800 s.
+# HPA scaling-policy periods must stay within 1800 s; below a minute the HPA would add replicas
+# faster than one can start.
 HPA_MAX_PERIOD_SECONDS = 1800
+HPA_MIN_PERIOD_SECONDS = 60
+# Without a Serve or phase ceiling KEDA may grow the workload to this.
+KEDA_HEADROOM_REPLICAS = 3
+KEDA_GROWTH_FACTOR = 2
+ROOT_VOLUME_STEP = 10 * GIB
 
 
-@dataclass(frozen=True)
-class Capacity:
-    min_replicas: int
-    max_replicas: int
-    max_replicas_why: str
-    pool_nodes: int
-    pool_gpu_limit: int
-    root_volume_bytes: int
-    queue_alert_threshold: int
-    scale_up_period_seconds: int
-
-
-def plan_pools(*, topology: str, replicas: int, serve_max: int | None, prefill_replicas: int | None,
-                  decode_replicas: int | None, nodes_per_replica: int, gpus_per_pod: int, gpus_per_node: int,
-                  ephemeral_bytes: int, max_num_seqs: int, startup_seconds: int) -> Capacity:
+def plan_pools(*, replicas: int, serve_max: int | None, phase_replicas: tuple[int, int] | None,
+               nodes_per_replica: int, gpus_per_pod: int, gpus_per_node: int, ephemeral_bytes: int,
+               max_num_seqs: int, startup_seconds: int) -> PoolPlan:
+    """The pool section of the Plan: the autoscaling range, the nodes and GPUs the NodePool
+    must admit for it, the root volume and the queue alert, with their derivations.
+    `phase_replicas` is (prefill, decode) of a disaggregated deployment."""
+    d = Derivations()
     floor = max(1, replicas)
-    if prefill_replicas is not None and decode_replicas is not None:
-        ceiling = prefill_replicas + decode_replicas
+    if phase_replicas is not None:
+        ceiling = sum(phase_replicas)
         why = "prefill + decode pools (each pool is sized, not autoscaled)"
     elif serve_max is not None:
         ceiling = max(floor, serve_max)
         why = "Ray Serve's autoscaling maximum"
     else:
-        ceiling = max(floor + 3, 2 * floor)
-        why = f"max(replicas {floor} + 3, 2 x replicas): KEDA may double capacity under a queue"
+        ceiling = max(floor + KEDA_HEADROOM_REPLICAS, KEDA_GROWTH_FACTOR * floor)
+        why = (f"max(replicas {floor} + {KEDA_HEADROOM_REPLICAS}, {KEDA_GROWTH_FACTOR} x replicas): "
+               "KEDA may double capacity under a queue")
+    d.add("autoscaling_min_replicas / autoscaling_max_replicas", f"{floor}..{ceiling}", f"min = replicas; max = {why}")
     if nodes_per_replica > 1 or gpus_per_pod >= gpus_per_node:
         nodes = ceiling * nodes_per_replica
     else:
         nodes = math.ceil(ceiling / max(1, gpus_per_node // gpus_per_pod))
+    d.add("pool_nodes", str(nodes), f"{ceiling} replicas x {nodes_per_replica} node(s), sharing nodes when a pod "
+          f"uses {gpus_per_pod} of {gpus_per_node} GPUs")
     # One replica group of headroom: Karpenter launches a replacement node before it drains a
     # drifted or expired one, and a surge pod needs room; at exactly the peak both would stall.
     gpu_limit = (nodes + nodes_per_replica) * gpus_per_node
-    root = math.ceil((OS_DISK_BYTES + IMAGE_DISK_BYTES + ephemeral_bytes) / (10 * GIB)) * 10 * GIB
-    return Capacity(
-        min_replicas=floor, max_replicas=ceiling, max_replicas_why=why, pool_nodes=nodes,
-        pool_gpu_limit=gpu_limit, root_volume_bytes=root,
-        queue_alert_threshold=max(2 * KEDA_QUEUE_TARGET, math.ceil(max_num_seqs / 4)),
-        scale_up_period_seconds=min(HPA_MAX_PERIOD_SECONDS, max(60, startup_seconds)),
-    )
+    d.add("pool_gpu_limit", str(gpu_limit),
+          f"(pool nodes {nodes} + one replica group {nodes_per_replica}) x {gpus_per_node} GPUs",
+          "Karpenter counts whole nodes; the extra group lets a replacement node or a surge pod start")
+    step = ROOT_VOLUME_STEP
+    root = math.ceil((OS_DISK_BYTES + IMAGE_DISK_BYTES + ephemeral_bytes) / step) * step
+    d.add("root_volume_bytes", gib(root),
+          f"{gib_exact(OS_DISK_BYTES)} OS + {gib_exact(IMAGE_DISK_BYTES)} image + ephemeral {gib(ephemeral_bytes)}, "
+          f"rounded up to {gib_exact(step)}")
+    queue = max(2 * KEDA_QUEUE_TARGET, math.ceil(max_num_seqs / 4))
+    d.add("queue_alert_threshold", str(queue), f"max(2 x KEDA target {KEDA_QUEUE_TARGET}, max_num_seqs {max_num_seqs} / 4)",
+          "the queue alert means autoscaling is not keeping up, not that it is about to act")
+    period = min(HPA_MAX_PERIOD_SECONDS, max(HPA_MIN_PERIOD_SECONDS, startup_seconds))
+    d.add("scale_up_period_seconds", f"{period} s",
+          f"startup probe budget, within [{HPA_MIN_PERIOD_SECONDS}, {HPA_MAX_PERIOD_SECONDS}] s",
+          "new replicas serve before the HPA adds more")
+    return PoolPlan(autoscaling_min_replicas=floor, autoscaling_max_replicas=ceiling, pool_nodes=nodes,
+                    pool_gpu_limit=gpu_limit, root_volume_bytes=root, queue_alert_threshold=queue,
+                    scale_up_period_seconds=period, derivations=d.items)
+
+
+def plan_cost(hw: Hardware, nodes_per_replica: int, gpus_per_pod: int) -> CostPlan:
+    """On-demand price of one replica: its nodes, or its share of one node's GPUs."""
+    if hw.usd_per_hour is None:
+        return CostPlan(cost_per_hour_usd=None)
+    cost = round(hw.usd_per_hour * nodes_per_replica * gpus_per_pod / hw.gpus_per_node, 4)
+    d = Derivations()
+    d.add("cost_per_hour_usd", f"${cost:.2f}",
+          f"${hw.usd_per_hour}/h x {nodes_per_replica} node(s) x {gpus_per_pod}/{hw.gpus_per_node} GPUs",
+          "on-demand us-east-1 (override with --price-per-hour)")
+    return CostPlan(cost_per_hour_usd=cost, derivations=d.items)

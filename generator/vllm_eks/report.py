@@ -12,26 +12,26 @@ from .plan import Plan
 def summary_rows(p: Plan) -> list[tuple[str, str]]:
     rows = [
         ("model", p.model),
-        ("instance", f"{p.instance} ({p.gpus_per_node} x {p.gpu}, {gib(p.gpu_memory_bytes)} each)"),
+        ("instance", f"{p.instance} ({p.node.gpus_per_node} x {p.node.gpu}, {gib(p.node.gpu_memory_bytes)} each)"),
         ("topology", p.topology),
-        ("parallelism", f"TP={p.tensor_parallel_size} x PP={p.pipeline_parallel_size}, "
-                        f"{p.nodes_per_replica} node(s) per replica, {p.replicas} replica(s)"),
-        ("precision", f"{p.dtype}, weights {p.quantization or 'unquantized'}, KV cache {p.kv_cache_dtype}"),
-        ("weights", f"{gib(p.weights_bytes_total)} total, {gib(p.weights_bytes_per_gpu)} per GPU"),
-        ("KV per token per GPU", f"{p.kv_bytes_per_token_per_gpu:,} B"),
-        ("KV cache per GPU", gib(p.available_kv_cache_bytes_per_gpu)),
-        ("KV cache tokens", f"{p.kv_cache_tokens:,} (block size {p.block_size})"),
-        ("max model len", f"{p.max_model_len:,}"),
-        ("max concurrency", f"{p.max_concurrency:.2f}x at {p.max_model_len:,} tokens"),
-        ("gpu memory utilization", f"{p.gpu_memory_utilization:g}"),
-        ("max num seqs / batched tokens", f"{p.max_num_seqs} / {p.max_num_batched_tokens}"),
-        ("/dev/shm", gib(p.shm_size_bytes)),
-        ("pod requests", f"{p.gpus_per_pod} GPU, {p.cpu_request_millicores}m CPU, {gib(p.memory_request_bytes)} memory, "
-                         f"{gib(p.ephemeral_storage_bytes)} ephemeral, {p.efa_devices_per_pod} EFA"),
-        ("startup probe budget", f"{p.startup_probe_seconds} s"),
-        ("grace period", f"{p.termination_grace_period_seconds} s (preStop {p.prestop_seconds} s, "
-                         f"--shutdown-timeout {p.shutdown_timeout_seconds} s)"),
-        ("cost per replica", f"${p.cost_per_hour_usd:.2f}/h" if p.cost_per_hour_usd is not None else "unknown price"),
+        ("parallelism", f"TP={p.layout.tensor_parallel_size} x PP={p.layout.pipeline_parallel_size}, "
+                        f"{p.layout.nodes_per_replica} node(s) per replica, {p.layout.replicas} replica(s)"),
+        ("precision", f"{p.memory.dtype}, weights {p.memory.quantization or 'unquantized'}, KV cache {p.memory.kv_cache_dtype}"),
+        ("weights", f"{gib(p.memory.weights_bytes_total)} total, {gib(p.memory.weights_bytes_per_gpu)} per GPU"),
+        ("KV per token per GPU", f"{p.memory.kv_bytes_per_token_per_gpu:,} B"),
+        ("KV cache per GPU", gib(p.memory.available_kv_cache_bytes_per_gpu)),
+        ("KV cache tokens", f"{p.memory.kv_cache_tokens:,} (block size {p.memory.block_size})"),
+        ("max model len", f"{p.memory.max_model_len:,}"),
+        ("max concurrency", f"{p.memory.max_concurrency:.2f}x at {p.memory.max_model_len:,} tokens"),
+        ("gpu memory utilization", f"{p.engine.gpu_memory_utilization:g}"),
+        ("max num seqs / batched tokens", f"{p.engine.max_num_seqs} / {p.engine.max_num_batched_tokens}"),
+        ("/dev/shm", gib(p.pod.shm_size_bytes)),
+        ("pod requests", f"{p.layout.gpus_per_pod} GPU, {p.pod.cpu_request_millicores}m CPU, {gib(p.pod.memory_request_bytes)} memory, "
+                         f"{gib(p.pod.ephemeral_storage_bytes)} ephemeral, {p.pod.efa_devices_per_pod} EFA"),
+        ("startup probe budget", f"{p.pod.startup_probe_seconds} s"),
+        ("grace period", f"{p.pod.termination_grace_period_seconds} s (preStop {p.pod.prestop_seconds} s, "
+                         f"--shutdown-timeout {p.pod.shutdown_timeout_seconds} s)"),
+        ("cost per replica", f"${p.cost.cost_per_hour_usd:.2f}/h" if p.cost.cost_per_hour_usd is not None else "unknown price"),
     ]
     return rows
 

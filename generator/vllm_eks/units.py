@@ -34,6 +34,11 @@ def gib(n: float) -> str:
     return f"{n / GIB:.2f} GiB"
 
 
+def gib_exact(n: float) -> str:
+    """A size given in whole or simple GiB, as a constant reads in a formula: "16 GiB"."""
+    return f"{n / GIB:g} GiB"
+
+
 def bytes_quantity(n: int) -> str:
     """Exact binary quantity: the largest binary unit that divides n, else plain bytes."""
     if n < 0:

@@ -12,7 +12,6 @@ dashes, booleans as presence / --no-, dicts and lists as JSON).
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -20,6 +19,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import yaml
+
+from vllm_eks.engine_settings import serve_flags
 
 from .engine_env import REPO
 
@@ -164,19 +165,9 @@ def _role(obj: dict[str, Any], path: str) -> str:
 
 
 def engine_kwargs_to_flags(model: str, kwargs: dict[str, Any]) -> list[str]:
-    """Ray Serve LLM's engine_kwargs -> the `vllm serve` command line they stand for."""
-    flags = [model]
-    for key, value in kwargs.items():
-        flag = "--" + key.replace("_", "-")
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            flags.append(flag if value else "--no-" + key.replace("_", "-"))
-        elif isinstance(value, (dict, list)):
-            flags += [flag, json.dumps(value)]
-        else:
-            flags += [flag, str(value)]
-    return flags
+    """Ray Serve LLM's engine_kwargs -> the `vllm serve` command line they stand for, rendered
+    by the generator's one settings-to-flags function."""
+    return [model, *serve_flags(kwargs)]
 
 
 def _llm_configs(node: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -42,18 +42,18 @@ def test_single_node_plan() -> None:
     (pool,) = values.pools
     assert pool.name == contract.pool_name("g6e.xlarge") == "gpu-g6e-xlarge"
     assert pool.instance_types == ["g6e.xlarge"]
-    assert pool.gpu_limit == plan.pool_gpu_limit
+    assert pool.gpu_limit == plan.pool.pool_gpu_limit
     assert pool.instance_store_policy == "RAID0"  # g6e.xlarge has 250 GB of NVMe
     assert pool.efa is False and values.efa_device_plugin.enabled is False
     assert values.nvidia_device_plugin.enabled is True
     assert values.ami_version == gpu_infra.DEFAULT_AL2023_VERSION and values.ami_version != "latest"
     assert values.discovery.tag_value == "prod" and values.node_role == "KarpenterNodeRole-prod"
-    assert pool.root_volume.size_gi * GIB == plan.root_volume_bytes
+    assert pool.root_volume.size_gi * GIB == plan.pool.root_volume_bytes
 
 
 def test_multi_node_plan_needs_a_zone() -> None:
     plan = make_plan(PlanRequest(model="llama-3.1-405b-instruct", instance="p5.48xlarge"))
-    assert plan.efa_devices_per_pod > 0
+    assert plan.pod.efa_devices_per_pod > 0
     with pytest.raises(InvalidOptionError, match="--zone is required"):
         gpu_infra.build_values(plan, ValuesOptions())
 
@@ -67,7 +67,7 @@ def test_multi_node_efa_pool(tmp_path: Path, helm_version: str, crd_registry) ->
     assert pool.efa and pool.zones == ["us-east-1b"] and values.efa_device_plugin.enabled
     assert pool.capacity_types == ["on-demand", "reserved"]
     assert pool.placement_group is not None and pool.placement_group.name == "llm-efa"
-    assert pool.gpu_limit == plan.pool_gpu_limit
+    assert pool.gpu_limit == plan.pool.pool_gpu_limit
     _write(tmp_path, plan, options)
     objects = helm.render(CHART, [tmp_path / "gpu-infra.yaml"], helm=helm_version, namespace="gpu-infra")
     for kube in ("1.31", "1.35"):

@@ -18,7 +18,7 @@ from vllm_eks.emit import values_document
 from vllm_eks.hardware import instance_catalog
 from vllm_eks.plan import Plan
 from vllm_eks.chart_values.options import ValuesOptions
-from vllm_eks.chart_values.vllm_inference import build_values, engine_kwargs
+from vllm_eks.chart_values.vllm_inference import build_values
 
 pytestmark = pytest.mark.render
 
@@ -45,24 +45,24 @@ def assert_disaggregated_matches_plan(objects: list[dict[str, Any]], plan: Plan,
         assert group["replicas"] == group["minReplicas"] == group["maxReplicas"] == pool.replicas
         spec = group["template"]["spec"]
         (c,) = spec["containers"]
-        assert c["resources"]["limits"][contract.GPU_RESOURCE] == plan.gpus_per_pod
-        assert c["resources"]["limits"][contract.EFA_RESOURCE] == plan.efa_devices_per_pod == efa_max
+        assert c["resources"]["limits"][contract.GPU_RESOURCE] == plan.layout.gpus_per_pod
+        assert c["resources"]["limits"][contract.EFA_RESOURCE] == plan.pod.efa_devices_per_pod == efa_max
         zones.add(spec["nodeSelector"][contract.ZONE_LABEL])
         cfg = app["args"][f"{pool.role}_config"]
         assert cfg["deployment_config"]["num_replicas"] == pool.replicas
         kwargs = cfg["engine_kwargs"]
-        for key, value in engine_kwargs(pool.engine_args).items():
+        for key, value in pool.settings.items():
             assert kwargs[key] == value, f"{pool.role}: {key}"
         assert kwargs["kv_transfer_config"] == plan.kv_transfer_config
         assert kwargs["kv_transfer_config"]["kv_connector_extra_config"]["backends"] == ["LIBFABRIC"]
         assert kwargs["max_num_seqs"] == pool.max_num_seqs
-        assert kwargs["tensor_parallel_size"] == plan.tensor_parallel_size
+        assert kwargs["tensor_parallel_size"] == plan.layout.tensor_parallel_size
         # the pool's copies land on its own group: bundles ask for the role's Ray resource
         bundles = cfg["placement_group_config"]["bundles"]
-        assert len(bundles) == plan.tensor_parallel_size and all(b[pool.role] == 1 for b in bundles)
+        assert len(bundles) == plan.layout.tensor_parallel_size and all(b[pool.role] == 1 for b in bundles)
         # KubeRay passes rayStartParams.resources verbatim to `ray start --resources`: a quoted
         # JSON string (KubeRay's ray-cluster.complete sample).
-        assert json.loads(json.loads(group["rayStartParams"]["resources"])) == {pool.role: plan.gpus_per_pod}
+        assert json.loads(json.loads(group["rayStartParams"]["resources"])) == {pool.role: plan.layout.gpus_per_pod}
     assert app["args"]["prefill_config"]["model_loading_config"] == app["args"]["decode_config"]["model_loading_config"]
     assert len(zones) == 1, "both pools in one availability zone (EFA does not cross zones)"
     if gpu_infra is not None:

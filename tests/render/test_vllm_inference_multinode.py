@@ -16,7 +16,8 @@ from vllm_eks import contract
 from vllm_eks.emit import values_document
 from vllm_eks.hardware import instance_catalog
 from vllm_eks.plan import Plan
-from vllm_eks.chart_values.engine_args import as_dict, parse_args
+from tests.harness.args import contains_run, value_of
+from vllm_eks.engine_settings import serve_flags
 from vllm_eks.chart_values.options import ValuesOptions
 from vllm_eks.units import parse_quantity
 from vllm_eks.chart_values.vllm_inference import NCCL_SOCKET_IFNAME, build_values
@@ -58,32 +59,31 @@ def assert_multinode_matches_plan(objects: list[dict[str, Any]], plan: Plan,
     leader, worker = templates(lws)
     (lc,) = leader["spec"]["containers"]
     (wc,) = worker["spec"]["containers"]
-    assert spec["replicas"] == plan.replicas
-    assert lwt["size"] == plan.nodes_per_replica == plan.pipeline_parallel_size
+    assert spec["replicas"] == plan.layout.replicas
+    assert lwt["size"] == plan.layout.nodes_per_replica == plan.layout.pipeline_parallel_size
     assert lwt["restartPolicy"] == "RecreateGroupOnPodRestart"
     assert spec["startupPolicy"] == "LeaderCreated"
 
     # GPUs: size x GPUs per pod = TP x PP
     for c in (lc, wc):
-        assert c["resources"]["limits"][contract.GPU_RESOURCE] == plan.gpus_per_pod
-    assert lwt["size"] * plan.gpus_per_pod == plan.tensor_parallel_size * plan.pipeline_parallel_size
+        assert c["resources"]["limits"][contract.GPU_RESOURCE] == plan.layout.gpus_per_pod
+    assert lwt["size"] * plan.layout.gpus_per_pod == plan.layout.tensor_parallel_size * plan.layout.pipeline_parallel_size
 
     # EFA: the instance's maximum on every pod
     efa_max = instance_catalog()[plan.instance].efa_max
-    assert plan.efa_devices_per_pod == efa_max
+    assert plan.pod.efa_devices_per_pod == efa_max
     for c in (lc, wc):
         assert c["resources"]["limits"].get(contract.EFA_RESOURCE, 0) == efa_max
 
     # leader args: the model, TP, PP, the Ray executor and every other Plan argument
-    args = as_dict(parse_args(lc["args"]))
-    assert lc["args"][0] == plan.model_source
-    assert args["--tensor-parallel-size"] == str(plan.tensor_parallel_size)
-    assert args["--pipeline-parallel-size"] == str(plan.pipeline_parallel_size)
-    assert args["--distributed-executor-backend"] == "ray"
-    for flag, value in as_dict(parse_args(plan.engine_args)).items():
-        assert args.get(flag, "<absent>") == value, flag
+    args = lc["args"]
+    assert args[0] == plan.model_source
+    assert value_of(args, "--tensor-parallel-size") == str(plan.layout.tensor_parallel_size)
+    assert value_of(args, "--pipeline-parallel-size") == str(plan.layout.pipeline_parallel_size)
+    assert value_of(args, "--distributed-executor-backend") == "ray"
+    assert contains_run(args, serve_flags(plan.engine.settings))
     script = lc["command"][2]
-    group_gpus = plan.nodes_per_replica * plan.gpus_per_pod
+    group_gpus = plan.layout.nodes_per_replica * plan.layout.gpus_per_pod
     assert "ray start --head --port=6379" in script
     assert f'>= {group_gpus} else 1' in script, "the leader waits for the whole group's GPUs"
     assert script.rstrip().endswith('"$@"') and "exec 'vllm' 'serve'" in script
@@ -94,7 +94,7 @@ def assert_multinode_matches_plan(objects: list[dict[str, Any]], plan: Plan,
         assert lc[probe]["httpGet"] == {"path": contract.HEALTH_PATH, "port": contract.SERVING_PORT_NAME}
         assert probe not in wc
     start = lc["startupProbe"]
-    assert plan.startup_probe_seconds <= start["failureThreshold"] * start["periodSeconds"]
+    assert plan.pod.startup_probe_seconds <= start["failureThreshold"] * start["periodSeconds"]
 
     # only leaders behind the Service
     (service,) = [o for o in objects if o["kind"] == "Service"]
@@ -120,9 +120,9 @@ def assert_multinode_matches_plan(objects: list[dict[str, Any]], plan: Plan,
     # pod sizing and drain as single-node
     for t, c in ((leader, lc), (worker, wc)):
         shm = next(v for v in t["spec"]["volumes"] if v["name"] == "shm")["emptyDir"]
-        assert parse_quantity(shm["sizeLimit"]) == plan.shm_size_bytes
-        assert parse_quantity(c["resources"]["requests"]["memory"]) == plan.memory_request_bytes
-        assert t["spec"]["terminationGracePeriodSeconds"] == plan.termination_grace_period_seconds
+        assert parse_quantity(shm["sizeLimit"]) == plan.pod.shm_size_bytes
+        assert parse_quantity(c["resources"]["requests"]["memory"]) == plan.pod.memory_request_bytes
+        assert t["spec"]["terminationGracePeriodSeconds"] == plan.pod.termination_grace_period_seconds
 
     # NCCL: current aws-ofi-nccl, Pod Identity interface excluded
     for c in (lc, wc):
@@ -161,7 +161,7 @@ def planned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Plan, P
 @pytest.mark.parametrize("model", [m for m, _ in PLANNED])
 def test_planned_multinode_values_render_the_plan(model: str, planned, helm_version: str) -> None:
     plan, path = planned[model]
-    assert plan.topology == "multi-node" and plan.pipeline_parallel_size == 2
+    assert plan.topology == "multi-node" and plan.layout.pipeline_parallel_size == 2
     assert_multinode_matches_plan(render(path, helm_version), plan)
 
 
@@ -191,8 +191,7 @@ def test_ci_leader_worker_contract() -> None:
     for c in (lc, wc):
         sc = c["securityContext"]
         assert sc["capabilities"] == {"drop": ["ALL"]} and sc["privileged"] is False
-    args = as_dict(parse_args(lc["args"]))
-    assert args["--max-model-len"] == "32768"
+    assert value_of(lc["args"], "--max-model-len") == "32768"
 
 
 def test_hugepages_value_requests_them_and_keeps_libfabric_on_them(tmp_path: Path) -> None:

@@ -16,7 +16,8 @@ from tests.harness import helm
 from vllm_eks import contract
 from vllm_eks.emit import values_document
 from vllm_eks.plan import Plan
-from vllm_eks.chart_values.engine_args import as_dict, parse_args
+from tests.harness.args import contains_run
+from vllm_eks.engine_settings import serve_flags
 from vllm_eks.chart_values.options import ValuesOptions
 from vllm_eks.units import parse_quantity
 from vllm_eks.chart_values.vllm_inference import build_values
@@ -35,8 +36,6 @@ ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "vllm-inference"
 SCENARIOS = sorted(p.parent for p in (ROOT / "values").glob("*/plan.json")
                    if (p.parent / "vllm-inference.yaml").is_file())
-# Arguments the chart renders from their own values; everything else comes from engine.args.
-CHART_OWNED = {"--port", "--served-model-name", "--tensor-parallel-size", "--shutdown-timeout", "--load-format"}
 # Issue 3's single-node scenarios, planned here so the check runs even before `make values`.
 PLANNED = [("llama-3.1-8b-instruct", "g6e.xlarge"), ("llama-3.1-70b-instruct", "p5.48xlarge"),
            ("qwen2.5-7b-instruct", "g6.xlarge"), ("llama-3.3-70b-instruct-fp8", "p5.48xlarge"),
@@ -47,46 +46,46 @@ def assert_matches_plan(objects: list[dict[str, Any]], plan: Plan) -> None:
     (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
     pod = deployment["spec"]["template"]["spec"]
     (c,) = pod["containers"]
-    assert deployment["spec"]["replicas"] == plan.replicas
+    assert deployment["spec"]["replicas"] == plan.layout.replicas
 
-    # args: the model first, every Plan argument with the Plan's value, nothing unexplained
-    rendered = as_dict(parse_args(c["args"]))
-    assert c["args"][0] == plan.model_source
-    wanted = as_dict(parse_args(plan.engine_args))
-    wanted.pop("MODEL", None)
-    for flag, value in wanted.items():
-        assert flag in rendered, f"{flag} of the Plan is missing from the rendered args"
-        assert rendered[flag] == value, f"{flag}: rendered {rendered[flag]!r}, Plan {value!r}"
-    extra = set(rendered) - set(wanted) - {"MODEL"}
-    assert extra <= CHART_OWNED, f"rendered args not in the Plan: {extra - CHART_OWNED}"
-    assert rendered["--served-model-name"] == plan.served_model_name
-    assert rendered["--tensor-parallel-size"] == str(plan.tensor_parallel_size)
-    assert rendered["--shutdown-timeout"] == str(plan.shutdown_timeout_seconds)
-    assert rendered["--port"] == str(contract.SERVING_PORT)
+    # args: the model first, the Plan's engine settings as one unchanged run, and around them
+    # only the arguments the chart renders from its own keys, each with the Plan's value
+    args = c["args"]
+    run = serve_flags(plan.engine.settings)
+    assert contains_run(args, run), f"the Plan's engine settings are not rendered intact: {run}"
+    start = next(i for i in range(len(args)) if args[i:i + len(run)] == run)
+    rest = args[:start] + args[start + len(run):]
+    assert rest[0] == plan.model_source
+    owned = dict(zip(rest[1::2], rest[2::2]))
+    assert len(rest) % 2 == 1 and len(owned) == len(rest) // 2, f"unpaired or repeated chart arguments: {rest}"
+    assert owned == {"--served-model-name": plan.served_model_name, "--port": str(contract.SERVING_PORT),
+                     "--tensor-parallel-size": str(plan.layout.tensor_parallel_size),
+                     "--pipeline-parallel-size": str(plan.layout.pipeline_parallel_size),
+                     "--shutdown-timeout": str(plan.pod.shutdown_timeout_seconds)}
 
     # GPUs: one model copy per pod, TP across its GPUs
-    assert c["resources"]["limits"][contract.GPU_RESOURCE] == plan.gpus_per_pod
-    assert plan.gpus_per_pod == plan.tensor_parallel_size * plan.pipeline_parallel_size
+    assert c["resources"]["limits"][contract.GPU_RESOURCE] == plan.layout.gpus_per_pod
+    assert plan.layout.gpus_per_pod == plan.layout.tensor_parallel_size * plan.layout.pipeline_parallel_size
 
     # memory, CPU, disk, /dev/shm
     shm = next(v for v in pod["volumes"] if v["name"] == "shm")["emptyDir"]
-    assert shm["medium"] == "Memory" and parse_quantity(shm["sizeLimit"]) == plan.shm_size_bytes
+    assert shm["medium"] == "Memory" and parse_quantity(shm["sizeLimit"]) == plan.pod.shm_size_bytes
     req = c["resources"]["requests"]
-    assert round(parse_quantity(req["cpu"]) * 1000) == plan.cpu_request_millicores
-    assert parse_quantity(req["memory"]) == plan.memory_request_bytes
-    assert parse_quantity(req["ephemeral-storage"]) == plan.ephemeral_storage_bytes
-    assert parse_quantity(c["resources"]["limits"]["memory"]) == plan.memory_request_bytes
+    assert round(parse_quantity(req["cpu"]) * 1000) == plan.pod.cpu_request_millicores
+    assert parse_quantity(req["memory"]) == plan.pod.memory_request_bytes
+    assert parse_quantity(req["ephemeral-storage"]) == plan.pod.ephemeral_storage_bytes
+    assert parse_quantity(c["resources"]["limits"]["memory"]) == plan.pod.memory_request_bytes
 
     # probes: the startup budget covers the Plan's load time, by less than one period
     start = c["startupProbe"]
     budget = start["failureThreshold"] * start["periodSeconds"]
-    assert plan.startup_probe_seconds <= budget < plan.startup_probe_seconds + start["periodSeconds"]
+    assert plan.pod.startup_probe_seconds <= budget < plan.pod.startup_probe_seconds + start["periodSeconds"]
     assert start["httpGet"]["path"] == contract.HEALTH_PATH
 
     # drain
-    assert c["lifecycle"]["preStop"]["sleep"]["seconds"] == plan.prestop_seconds
-    assert pod["terminationGracePeriodSeconds"] == plan.termination_grace_period_seconds
-    assert plan.prestop_seconds + plan.shutdown_timeout_seconds <= plan.termination_grace_period_seconds
+    assert c["lifecycle"]["preStop"]["sleep"]["seconds"] == plan.pod.prestop_seconds
+    assert pod["terminationGracePeriodSeconds"] == plan.pod.termination_grace_period_seconds
+    assert plan.pod.prestop_seconds + plan.pod.shutdown_timeout_seconds <= plan.pod.termination_grace_period_seconds
 
     # placement on the pool charts/gpu-infra creates for this instance type
     assert pod["nodeSelector"][contract.POOL_LABEL] == contract.pool_name(plan.instance)
@@ -99,7 +98,7 @@ def test_committed_scenarios_exist() -> None:
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
 def test_committed_scenario_matches_its_plan(scenario: Path, helm_version: str) -> None:
-    plan = Plan.model_validate(json.loads((scenario / "plan.json").read_text()))
+    plan = Plan.from_summary(json.loads((scenario / "plan.json").read_text()))
     objects = helm.render(CHART, [scenario / "vllm-inference.yaml"], helm=helm_version, namespace="llm")
     if plan.topology == "single-node":
         assert_matches_plan(objects, plan)

@@ -16,7 +16,7 @@ from vllm_eks import contract
 from vllm_eks.emit import values_document
 from vllm_eks.plan import Plan
 from vllm_eks.chart_values.options import ValuesOptions
-from vllm_eks.chart_values.vllm_inference import RAY_IMAGE_TAG, RAY_VERSION, build_values, engine_kwargs
+from vllm_eks.chart_values.vllm_inference import RAY_IMAGE_TAG, RAY_VERSION, build_values
 
 pytestmark = pytest.mark.render
 
@@ -60,36 +60,27 @@ def assert_rayserve_matches_plan(objects: list[dict[str, Any]], plan: Plan,
     assert_head_runs_no_model(head)
     (group,) = groups
     auto = plan.serve_autoscaling
-    assert group["minReplicas"] == auto.min_replicas * plan.nodes_per_replica
-    assert group["maxReplicas"] == auto.max_replicas * plan.nodes_per_replica
+    assert group["minReplicas"] == auto.min_replicas * plan.layout.nodes_per_replica
+    assert group["maxReplicas"] == auto.max_replicas * plan.layout.nodes_per_replica
     assert group["minReplicas"] <= group["replicas"] <= group["maxReplicas"]
     assert rs["spec"]["rayClusterConfig"]["enableInTreeAutoscaling"] is True
     (c,) = group["template"]["spec"]["containers"]
-    assert c["resources"]["limits"][contract.GPU_RESOURCE] == plan.gpus_per_pod
+    assert c["resources"]["limits"][contract.GPU_RESOURCE] == plan.layout.gpus_per_pod
     assert group["template"]["spec"]["nodeSelector"][contract.POOL_LABEL] == contract.pool_name(plan.instance)
     app = serve_app(rs)
     assert app["import_path"] == "ray.serve.llm:build_openai_app"
     (llm,) = app["args"]["llm_configs"]
     assert llm["model_loading_config"] == {"model_id": plan.served_model_name, "model_source": plan.model_source}
     kwargs = llm["engine_kwargs"]
-    assert kwargs["tensor_parallel_size"] == plan.tensor_parallel_size
-    assert kwargs["pipeline_parallel_size"] == plan.pipeline_parallel_size == 1
-    for key, value in engine_kwargs(plan.engine_args).items():
+    assert kwargs["tensor_parallel_size"] == plan.layout.tensor_parallel_size
+    assert kwargs["pipeline_parallel_size"] == plan.layout.pipeline_parallel_size == 1
+    for key, value in plan.engine.settings.items():
         assert kwargs[key] == value, key
-    assert kwargs["max_model_len"] == plan.max_model_len and kwargs["max_num_seqs"] == plan.max_num_seqs
+    assert kwargs["max_model_len"] == plan.memory.max_model_len and kwargs["max_num_seqs"] == plan.engine.max_num_seqs
     assert llm["deployment_config"]["autoscaling_config"] == {
         "min_replicas": auto.min_replicas, "max_replicas": auto.max_replicas,
         "target_ongoing_requests": auto.target_ongoing_requests}
-    assert llm["deployment_config"]["graceful_shutdown_timeout_s"] == plan.shutdown_timeout_seconds
-
-
-def test_engine_kwargs_translation() -> None:
-    assert engine_kwargs(["--served-model-name", "x", "--tensor-parallel-size", "4", "--max-model-len", "4096",
-                          "--gpu-memory-utilization", "0.9", "--enable-prefix-caching", "--no-enable-chunked-prefill",
-                          "--dtype", "bfloat16", "--shutdown-timeout", "60", "--port", "8000",
-                          "--kv-transfer-config", '{"kv_connector":"NixlConnector"}']) == {
-        "max_model_len": 4096, "gpu_memory_utilization": 0.9, "enable_prefix_caching": True,
-        "enable_chunked_prefill": False, "dtype": "bfloat16", "kv_transfer_config": {"kv_connector": "NixlConnector"}}
+    assert llm["deployment_config"]["graceful_shutdown_timeout_s"] == plan.pod.shutdown_timeout_seconds
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import yaml
 
 from tests.harness import KUBE_VERSIONS, checkov, helm, validate_all
 from vllm_eks import contract
-from vllm_eks.chart_values.engine_args import as_dict, parse_args
+from tests.harness.args import value_of
 
 pytestmark = pytest.mark.render
 
@@ -190,8 +190,7 @@ def test_service_port_contract(values_file: Path) -> None:
     assert port["port"] == v["service"]["port"]
     (cport,) = server(objects)["ports"]
     assert cport == {"name": contract.SERVING_PORT_NAME, "containerPort": contract.SERVING_PORT, "protocol": "TCP"}
-    args = as_dict(parse_args(server(objects)["args"]))
-    assert args["--port"] == str(contract.SERVING_PORT)
+    assert value_of(server(objects)["args"], "--port") == str(contract.SERVING_PORT)
 
 
 def test_default_names_are_stable() -> None:
@@ -212,12 +211,12 @@ def test_gpus_scheduling_and_args(values_file: Path) -> None:
     pod = one(objects, "Deployment")["spec"]["template"]["spec"]
     c = server(objects)
     assert c["command"] == ["vllm", "serve"]
-    args = as_dict(parse_args(c["args"]))
+    args = c["args"]
     tp = v["engine"]["tensorParallelSize"]
     assert c["resources"]["limits"][contract.GPU_RESOURCE] == v["gpu"]["count"] == tp
-    assert args["--tensor-parallel-size"] == str(tp)
-    assert args["MODEL"] == v["model"]["name"]
-    assert args["--served-model-name"] == (v["model"]["servedModelName"] or v["model"]["name"])
+    assert value_of(args, "--tensor-parallel-size") == str(tp)
+    assert value_of(args, "--pipeline-parallel-size") == str(v["engine"]["pipelineParallelSize"]) == "1"
+    assert value_of(args, "--served-model-name") == (v["model"]["servedModelName"] or v["model"]["name"])
     assert c["args"][0] == v["model"]["name"], "the model is vllm serve's positional argument"
     assert {"key": contract.GPU_TAINT_KEY, "operator": "Exists", "effect": contract.GPU_TAINT_EFFECT} in pod["tolerations"]
     selector = pod.get("nodeSelector", {})
@@ -244,7 +243,7 @@ def test_probes_drain_and_shm(values_file: Path) -> None:
     assert start["periodSeconds"] == v["probes"]["startup"]["periodSeconds"]
     d = v["drain"]
     assert c["lifecycle"]["preStop"]["sleep"]["seconds"] == d["preStopSeconds"]
-    assert as_dict(parse_args(c["args"]))["--shutdown-timeout"] == str(d["shutdownTimeoutSeconds"])
+    assert value_of(c["args"], "--shutdown-timeout") == str(d["shutdownTimeoutSeconds"])
     assert pod["terminationGracePeriodSeconds"] == d["terminationGracePeriodSeconds"]
     assert d["preStopSeconds"] + d["shutdownTimeoutSeconds"] <= pod["terminationGracePeriodSeconds"]
     shm = next(vol for vol in pod["volumes"] if vol["name"] == "shm")
@@ -303,8 +302,8 @@ def test_no_token_env_without_secret() -> None:
 
 def test_s3_source() -> None:
     objects = rendered(CHART / "ci" / "04-s3-runai-streamer-values.yaml")
-    args = as_dict(parse_args(server(objects)["args"]))
-    assert args["MODEL"].startswith("s3://") and args["--load-format"] == "runai_streamer"
+    args = server(objects)["args"]
+    assert args[0].startswith("s3://") and value_of(args, "--load-format") == "runai_streamer"
     sa = one(objects, "ServiceAccount")
     assert sa["metadata"]["annotations"]["eks.amazonaws.com/role-arn"].startswith("arn:aws:iam::")
     assert one(objects, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == sa["metadata"]["name"]

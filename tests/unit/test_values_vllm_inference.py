@@ -14,8 +14,8 @@ from pydantic import ValidationError
 
 from vllm_eks import contract
 from vllm_eks.errors import VllmEksError
-from vllm_eks.plan import Plan
-from vllm_eks.chart_values.engine_args import as_dict, parse_args
+from vllm_eks.engine_settings import serve_flags
+from vllm_eks.plan import FLAT_SECTIONS, Plan
 from vllm_eks.chart_values.options import ValuesOptions
 from vllm_eks.units import bytes_quantity, cpu_quantity, parse_quantity
 from vllm_eks.chart_values.registry import CHART_BUILDERS
@@ -31,8 +31,12 @@ TITLE = "vllm-inference values"
 
 
 
+SETTINGS = {"max_model_len": 131072, "gpu_memory_utilization": 0.9, "enable_prefix_caching": True}
+
+
 def make_plan(**overrides) -> Plan:
-    """A hand-written single-node Plan (numbers chosen to be recognisable, not realistic)."""
+    """A hand-written single-node Plan (numbers chosen to be recognisable, not realistic), given
+    as the flat fields of `plan --json` and composed into the Plan's sections."""
     fields = dict(
         model="llama-3.1-70b-instruct", model_source="meta-llama/Llama-3.1-70B-Instruct",
         served_model_name="llama-70b", instance="p5.48xlarge", gpu="h100", gpus_per_node=8,
@@ -52,14 +56,14 @@ def make_plan(**overrides) -> Plan:
         shutdown_timeout_seconds=120, prestop_seconds=15, termination_grace_period_seconds=150,
         cost_per_hour_usd=55.04, autoscaling_min_replicas=3, autoscaling_max_replicas=6, pool_nodes=6,
         pool_gpu_limit=56, root_volume_bytes=220 * GIB, queue_alert_threshold=64, scale_up_period_seconds=905,
-        slo_ttft_p99_seconds=0.5, slo_tpot_p99_seconds=0.03,
-        engine_args=["meta-llama/Llama-3.1-70B-Instruct", "--served-model-name", "llama-70b",
-                     "--tensor-parallel-size", "8", "--pipeline-parallel-size", "1",
-                     "--max-model-len=131072", "--gpu-memory-utilization", "0.9",
-                     "--enable-prefix-caching", "--port", "8000", "--shutdown-timeout", "120"],
+        slo_ttft_p99_seconds=0.5, slo_tpot_p99_seconds=0.03, settings=SETTINGS,
     )
     fields.update(overrides)
-    return Plan(**fields)
+    top = {k: fields.pop(k) for k in ("model", "model_source", "served_model_name", "instance", "topology")}
+    for name in FLAT_SECTIONS:
+        cls = Plan.model_fields[name].annotation
+        top[name] = cls(**{k: fields[k] for k in cls.model_fields if k in fields})
+    return Plan(**top)
 
 
 # ---------------------------------------------------------------------------------- builder
@@ -74,10 +78,10 @@ def test_builder_takes_every_number_from_the_plan() -> None:
     assert v.shm.size_limit == "64Gi"
     assert v.resources.requests.cpu == "91500m"
     assert v.resources.requests.memory == "600Gi" == v.resources.limits.memory
-    assert parse_quantity(v.resources.requests.ephemeral_storage) == plan.ephemeral_storage_bytes
+    assert parse_quantity(v.resources.requests.ephemeral_storage) == plan.pod.ephemeral_storage_bytes
     start = v.probes.startup
-    assert start.failure_threshold * start.period_seconds >= plan.startup_probe_seconds
-    assert (start.failure_threshold - 1) * start.period_seconds < plan.startup_probe_seconds
+    assert start.failure_threshold * start.period_seconds >= plan.pod.startup_probe_seconds
+    assert (start.failure_threshold - 1) * start.period_seconds < plan.pod.startup_probe_seconds
     assert v.drain.pre_stop_seconds == 15
     assert v.drain.shutdown_timeout_seconds == 120
     assert v.drain.termination_grace_period_seconds == 150
@@ -86,29 +90,21 @@ def test_builder_takes_every_number_from_the_plan() -> None:
     assert v.model.huggingface.token_secret.name == "hf-token"
 
 
-def test_builder_moves_chart_owned_args_out_and_keeps_the_rest_in_order() -> None:
+def test_builder_renders_the_engine_settings_in_order() -> None:
     v = build_values(make_plan(), ValuesOptions())
-    assert v.engine.args == ["--pipeline-parallel-size", "1", "--max-model-len", "131072",
-                             "--gpu-memory-utilization", "0.9", "--enable-prefix-caching"]
+    assert v.engine.args == ["--max-model-len", "131072", "--gpu-memory-utilization", "0.9",
+                             "--enable-prefix-caching"]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--served-model-name", "other"], "--served-model-name"),
-    (["--tensor-parallel-size", "4"], "--tensor-parallel-size"),
-    (["-tp", "2"], "-tp"),
-    (["--port", "9000"], "--port"),
-    (["--shutdown-timeout", "5"], "--shutdown-timeout"),
-    (["some/other-model"], "positional model"),
-    (["--hf-token", "x"], "--hf-token"),
-])
-def test_builder_rejects_plan_args_that_disagree_with_the_plan(args: list[str], message: str) -> None:
-    with pytest.raises(VllmEksError, match=message):
-        build_values(make_plan(engine_args=args), ValuesOptions())
+def test_serve_flags_forms() -> None:
+    assert serve_flags({"max_model_len": 4096, "gpu_memory_utilization": 0.90, "enable_prefix_caching": True,
+                        "async_scheduling": False, "kv_transfer_config": {"kv_role": "kv_both"}}) == [
+        "--max-model-len", "4096", "--gpu-memory-utilization", "0.9", "--enable-prefix-caching",
+        "--no-async-scheduling", "--kv-transfer-config", '{"kv_role":"kv_both"}']
 
 
 def test_builder_s3_source() -> None:
-    plan = make_plan(model_source="s3://bucket/llama-70b/",
-                     engine_args=["--load-format", "runai_streamer", "--max-model-len", "8192"])
+    plan = make_plan(model_source="s3://bucket/llama-70b/", settings={"max_model_len": 8192})
     v = build_values(plan, ValuesOptions(model_source_kind="s3",
                                          iam_role_arn="arn:aws:iam::111122223333:role/reader"))
     assert v.model.source == "s3" and v.model.name == "s3://bucket/llama-70b/"
@@ -122,7 +118,7 @@ def test_builder_s3_source() -> None:
 
 
 def test_builder_pvc_source() -> None:
-    plan = make_plan(model_source="/models/llama-70b", engine_args=[])
+    plan = make_plan(model_source="/models/llama-70b", settings={})
     v = build_values(plan, ValuesOptions(model_source_kind="pvc", pvc_name="fsx"))
     assert v.model.source == "pvc" and v.model.pvc.claim_name == "fsx" and v.model.pvc.mount_path == "/models"
     with pytest.raises(VllmEksError, match="--pvc-name"):
@@ -148,16 +144,15 @@ def test_builder_registered_and_output_matches_schema() -> None:
 
 
 def test_builder_with_the_real_planner() -> None:
-    planner = pytest.importorskip("vllm_eks.planner", reason="planner module")
+    from vllm_eks.planner import make_plan as plan_for
     from vllm_eks.request import PlanRequest
 
-    plan = planner.make_plan(PlanRequest(model="qwen2.5-7b-instruct", instance="g6.xlarge"))
+    plan = plan_for(PlanRequest(model="qwen2.5-7b-instruct", instance="g6.xlarge"))
     v = build_values(plan, ValuesOptions())
-    assert v.gpu.count == plan.gpus_per_pod == v.engine.tensor_parallel_size
-    rendered = as_dict(parse_args(v.engine.args))
-    for flag, value in as_dict(parse_args(plan.engine_args)).items():
-        if flag not in ("--served-model-name", "--tensor-parallel-size", "--shutdown-timeout", "--port", "MODEL"):
-            assert rendered[flag] == value, flag
+    assert v.gpu.count == plan.layout.gpus_per_pod == v.engine.tensor_parallel_size
+    assert v.engine.args == serve_flags(plan.engine.settings)
+    assert plan.engine.settings["max_model_len"] == plan.memory.max_model_len
+    assert plan.engine.settings["max_num_seqs"] == plan.engine.max_num_seqs
 
 
 # ---------------------------------------------------------------------------------- model
@@ -291,8 +286,3 @@ def test_cpu_quantity(m: int, text: str) -> None:
     assert math.isclose(parse_quantity(text) * 1000, m)
 
 
-def test_parse_args_forms() -> None:
-    args = parse_args(["model/x", "--max_model_len", "4096", "--enforce-eager", "--seed=-1",
-                       "--kv-transfer-config", '{"a": 1}', "-tp", "2"])
-    assert as_dict(args) == {"MODEL": "model/x", "--max-model-len": "4096", "--enforce-eager": None,
-                             "--seed": "-1", "--kv-transfer-config": '{"a": 1}', "-tp": "2"}

@@ -123,9 +123,9 @@ Plan's engine arguments, then the user's extra ones.
 - {{ include "vllm-inference.containerPort" . | quote }}
 - --tensor-parallel-size
 - {{ .Values.engine.tensorParallelSize | int | quote }}
-{{- if eq .Values.topology "multi-node" }}
 - --pipeline-parallel-size
 - {{ .Values.engine.pipelineParallelSize | int | quote }}
+{{- if eq .Values.topology "multi-node" }}
 - --distributed-executor-backend
 - ray
 {{- end }}

@@ -60,9 +60,10 @@ when a user skips schema validation (helm --skip-schema-validation).
 {{- end }}
 {{- range $path := keys $kwargSets | sortAlpha }}
 {{- $kw := get $kwargSets $path }}
-{{- range $owned := list "tensor_parallel_size" "pipeline_parallel_size" "model" "served_model_name" }}
-{{- if hasKey $kw $owned }}
-{{- $errors = append $errors (printf "%s.%s: set by the chart (engine.tensorParallelSize, engine.pipelineParallelSize, model.name, model.servedModelName)" $path $owned) }}
+{{- range $flag, $from := include "vllm-inference.chartOwnedArgs" $ | fromYaml }}
+{{- $owned := trimPrefix "--" $flag | replace "-" "_" }}
+{{- if and (hasPrefix "--" $flag) (hasKey $kw $owned) }}
+{{- $errors = append $errors (printf "%s.%s: set by the chart from %s" $path $owned $from) }}
 {{- end }}
 {{- end }}
 {{- if eq $topology "disaggregated" }}
@@ -101,39 +102,15 @@ when a user skips schema validation (helm --skip-schema-validation).
 {{- end }}
 
 {{- /* Arguments the chart renders from their own keys must not be given twice. */}}
-{{- $owned := list "--model" "--served-model-name" "--port" "--tensor-parallel-size" "-tp" "--shutdown-timeout" "--hf-token" }}
-{{- $ownedBy := dict "--model" "model.name" "--served-model-name" "model.servedModelName" "--port" "service.port (the container port is fixed)" "--tensor-parallel-size" "engine.tensorParallelSize" "-tp" "engine.tensorParallelSize" "--shutdown-timeout" "drain.shutdownTimeoutSeconds" "--hf-token" "model.huggingface.tokenSecret" }}
-{{- if eq $topology "multi-node" }}
-{{- $owned = concat $owned (list "--pipeline-parallel-size" "-pp" "--distributed-executor-backend") }}
-{{- $_ := set $ownedBy "--pipeline-parallel-size" "engine.pipelineParallelSize" }}
-{{- $_ := set $ownedBy "-pp" "engine.pipelineParallelSize" }}
-{{- $_ := set $ownedBy "--distributed-executor-backend" "topology multi-node (ray)" }}
-{{- end }}
-{{- if eq (toString $v.model.source) "s3" }}
-{{- $owned = append $owned "--load-format" }}
-{{- $_ := set $ownedBy "--load-format" "model.source s3 (runai_streamer)" }}
-{{- end }}
+{{- $ownedBy := include "vllm-inference.chartOwnedArgs" . | fromYaml }}
 {{- range $key := list "args" "extraArgs" }}
 {{- range $i, $a := index $v.engine $key }}
 {{- $flag := regexReplaceAll "=.*$" (toString $a) "" }}
 {{- if hasPrefix "--" $flag }}
 {{- $flag = printf "--%s" (trimPrefix "--" $flag | replace "_" "-") }}
 {{- end }}
-{{- if has $flag $owned }}
+{{- if hasKey $ownedBy $flag }}
 {{- $errors = append $errors (printf "engine.%s[%d]: %s is set by the chart from %s" $key $i $flag (get $ownedBy $flag)) }}
-{{- end }}
-{{- /* single-node pods hold a whole model copy: pipeline stages across pods need multi-node. */}}
-{{- if and (ne $topology "multi-node") (has $flag (list "--pipeline-parallel-size" "-pp")) }}
-{{- $args := index $v.engine $key }}
-{{- $pp := "" }}
-{{- if contains "=" (toString $a) }}
-{{- $pp = regexReplaceAll "^[^=]*=" (toString $a) "" }}
-{{- else if lt (add1 $i) (len $args) }}
-{{- $pp = toString (index $args (add1 $i)) }}
-{{- end }}
-{{- if ne $pp "1" }}
-{{- $errors = append $errors (printf "engine.%s[%d]: %s %s needs a multi-node topology; single-node runs pipeline parallel size 1" $key $i $flag $pp) }}
-{{- end }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -208,5 +185,28 @@ Paths (";"-separated) of string values that look like a credential. Recursive ov
 {{- if regexMatch "hf_[A-Za-z0-9]{20,}|(AKIA|ASIA)[0-9A-Z]{16}" .value }}
 {{- $path }};
 {{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+vllm-inference.chartOwnedArgs: the one list of `vllm serve` arguments the chart renders from
+its own keys (flag: the key it comes from), as YAML. engine.args/extraArgs must not repeat
+them, and Ray Serve engineKwargs must not carry their keyword form.
+*/}}
+{{- define "vllm-inference.chartOwnedArgs" -}}
+--model: model.name
+--served-model-name: model.servedModelName
+--port: service.port (the container port is fixed)
+--tensor-parallel-size: engine.tensorParallelSize
+-tp: engine.tensorParallelSize
+--pipeline-parallel-size: engine.pipelineParallelSize
+-pp: engine.pipelineParallelSize
+--shutdown-timeout: drain.shutdownTimeoutSeconds
+--hf-token: model.huggingface.tokenSecret
+{{- if eq (toString .Values.topology) "multi-node" }}
+--distributed-executor-backend: topology multi-node (ray)
+{{- end }}
+{{- if eq (toString .Values.model.source) "s3" }}
+--load-format: model.source s3 (runai_streamer)
 {{- end }}
 {{- end }}

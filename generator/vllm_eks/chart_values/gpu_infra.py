@@ -240,8 +240,8 @@ class GpuInfraValues(ValuesModel):
 
 
 def gpu_limit(plan: Plan) -> int:
-    """The Plan's pool GPU limit (see capacity.py for the rule)."""
-    return plan.pool_gpu_limit
+    """The Plan's pool GPU limit (see pools.py for the rule)."""
+    return plan.pool.pool_gpu_limit
 
 
 def _placement_group(name: str | None) -> PlacementGroup | None:
@@ -253,10 +253,10 @@ def _placement_group(name: str | None) -> PlacementGroup | None:
 def build_values(plan: Plan, options: ValuesOptions) -> GpuInfraValues:
     catalog = instance_catalog()
     hw = catalog.get(plan.instance)
-    efa = plan.efa_devices_per_pod > 0
+    efa = plan.pod.efa_devices_per_pod > 0
     if efa and not options.zone:
         raise InvalidOptionError(
-            f"--zone is required: the plan uses EFA ({plan.efa_devices_per_pod} interfaces per pod) and an "
+            f"--zone is required: the plan uses EFA ({plan.pod.efa_devices_per_pod} interfaces per pod) and an "
             "EFA pool must stay in one availability zone (EFA traffic does not cross zones)")
     capacity_types = list(dict.fromkeys(options.capacity_types))
     if options.capacity_reservation_ids and "reserved" not in capacity_types:
@@ -269,7 +269,7 @@ def build_values(plan: Plan, options: ValuesOptions) -> GpuInfraValues:
         efa=efa,
         gpu_limit=gpu_limit(plan),
         instance_store_policy="RAID0" if hw is not None and hw.local_nvme_gb > 0 else None,
-        root_volume=RootVolumeOverride(size_gi=plan.root_volume_bytes // GIB),
+        root_volume=RootVolumeOverride(size_gi=plan.pool.root_volume_bytes // GIB),
         capacity_reservations=[CapacityReservationTerm(id=i) for i in options.capacity_reservation_ids],
         placement_group=_placement_group(options.placement_group),
     )

@@ -221,14 +221,14 @@ def vllm_inference_fullname(release: str) -> str:
 
 
 def autoscaling_for(plan: Plan) -> Autoscaling:
-    """KEDA bounds from the Plan (capacity.py): the planned replicas are the floor and the
+    """KEDA bounds from the Plan (pools.py): the planned replicas are the floor and the
     fallback, the Plan's autoscaling maximum the ceiling (the NodePool limit admits it); scale-up
     adds at most two replicas per replica start-up time."""
-    floor = plan.autoscaling_min_replicas
-    warmup = plan.scale_up_period_seconds
+    floor = plan.pool.autoscaling_min_replicas
+    warmup = plan.pool.scale_up_period_seconds
     return Autoscaling(
         min_replica_count=floor,
-        max_replica_count=plan.autoscaling_max_replicas,
+        max_replica_count=plan.pool.autoscaling_max_replicas,
         behavior=Behavior(
             scale_up=ScalingPolicy(stabilization_window_seconds=60, replicas=2, period_seconds=warmup),
             scale_down=ScalingPolicy(stabilization_window_seconds=MIN_COOLDOWN_SECONDS, replicas=1,
@@ -248,7 +248,7 @@ def build_values(plan: Plan, options: ValuesOptions) -> ObservabilityValues:
                       served_model_name=plan.served_model_name),
         prometheus=Prometheus(monitor_labels={"release": options.prometheus_release_label}),
         metrics=Metrics(job=options.release),
-        rules=Rules(thresholds=Thresholds(queue_depth_per_replica=plan.queue_alert_threshold),
-                    slo=Slo(ttft_p99_seconds=plan.slo_ttft_p99_seconds, tpot_p99_seconds=plan.slo_tpot_p99_seconds)),
+        rules=Rules(thresholds=Thresholds(queue_depth_per_replica=plan.pool.queue_alert_threshold),
+                    slo=Slo(ttft_p99_seconds=plan.slo.slo_ttft_p99_seconds, tpot_p99_seconds=plan.slo.slo_tpot_p99_seconds)),
         autoscaling=autoscaling_for(plan),
     )

@@ -6,7 +6,6 @@ drain timings, replicas) comes from the Plan through `build_values`; the chart o
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Annotated, Any, Literal
 
@@ -15,7 +14,7 @@ from pydantic import Field
 from .. import contract
 from ..errors import InvalidOptionError, VllmEksError
 from ..plan import Plan
-from .engine_args import Arg, parse_args
+from ..engine_settings import serve_flags
 from ..topology import Topology, keda_scales
 from .base import DNS1123_LABEL, DNS1123_SUBDOMAIN, OPTIONAL_DNS1123_SUBDOMAIN, OptionalQuantity, Quantity, ValuesModel
 from .options import ValuesOptions
@@ -55,18 +54,6 @@ INT_OR_PERCENT = r"^[0-9]+%$"
 
 Percent = Annotated[str, Field(pattern=INT_OR_PERCENT)]
 IntOrPercent = Annotated[int, Field(ge=0)] | Percent
-
-# Engine arguments the chart renders from dedicated values; the builder moves them out of the
-# Plan's list and the chart's validate helper rejects them in engine.args / engine.extraArgs.
-CHART_OWNED_FLAGS = ("--model", "--served-model-name", "--port", "--tensor-parallel-size", "-tp",
-                     "--shutdown-timeout", "--hf-token")
-# Also chart-owned in the multi-node topology (the LeaderWorkerSet renders them).
-MULTI_NODE_FLAGS = ("--pipeline-parallel-size", "-pp", "--distributed-executor-backend")
-# Server options of `vllm serve` that are not engine keyword arguments: Ray Serve LLM takes the
-# model id, port and drain from its own config (model_loading_config, graceful_shutdown_timeout_s).
-NOT_ENGINE_KWARGS = ("--served-model-name", "--port", "--shutdown-timeout", "--hf-token", "--model",
-                     "--distributed-executor-backend")
-
 
 class Image(ValuesModel):
     repository: str = Field(VLLM_IMAGE_REPOSITORY, min_length=1, description=(
@@ -138,9 +125,9 @@ class Engine(ValuesModel):
         "--pipeline-parallel-size. multi-node: one stage per pod, so it equals multiNode.groupSize; "
         "other topologies: 1"))
     args: list[str] = Field(default_factory=list, description=(
-        "Engine arguments from the generator's Plan (everything after `vllm serve` except the "
-        "model, served name, port, tensor parallel size and shutdown timeout, which the chart adds; "
-        "multi-node also adds pipeline parallel size and the Ray executor backend)"))
+        "vLLM engine settings as `vllm serve` flags (the generator renders its Plan's settings). "
+        "The chart adds the model, served name, port, tensor and pipeline parallel sizes, shutdown "
+        "timeout and (model.source s3) load format from their own keys; they must not appear here"))
     extra_args: list[str] = Field(default_factory=list, description="Additional engine arguments, appended last")
 
 
@@ -425,15 +412,15 @@ class RayServe(ValuesModel):
         "The GPU worker group: one pod per model copy and node (nodes per copy x Serve replicas)"))
 
 
-class Pool(ValuesModel):
+class DisaggregatedPhase(ValuesModel):
     replicas: int = Field(1, ge=1, description="Model copies of this pool (one worker pod each)")
     engine_kwargs: dict[str, Any] = Field(default_factory=dict, description=(
         "vLLM engine keyword arguments of this pool, including kv_transfer_config"))
 
 
 class Disaggregated(ValuesModel):
-    prefill: Pool = Field(default_factory=Pool, description="Prefill pool (compute-bound: prompt processing)")
-    decode: Pool = Field(default_factory=Pool, description="Decode pool (memory-bound: token generation)")
+    prefill: DisaggregatedPhase = Field(default_factory=DisaggregatedPhase, description="Prefill pool (compute-bound: prompt processing)")
+    decode: DisaggregatedPhase = Field(default_factory=DisaggregatedPhase, description="Decode pool (memory-bound: token generation)")
 
 
 class VllmInferenceValues(ValuesModel):
@@ -498,39 +485,6 @@ class VllmInferenceValues(ValuesModel):
 # Plan -> values
 
 
-def _take_chart_owned(plan: Plan, options: ValuesOptions) -> list[str]:
-    """The Plan's engine args without the ones the chart renders itself, after checking that
-    each of those agrees with the Plan (a disagreement is a planner bug, not a user error)."""
-    expected: dict[str, str] = {
-        "--served-model-name": plan.served_model_name,
-        "--tensor-parallel-size": str(plan.tensor_parallel_size),
-        "-tp": str(plan.tensor_parallel_size),
-        "--port": str(contract.SERVING_PORT),
-        "--shutdown-timeout": str(plan.shutdown_timeout_seconds),
-        "--model": plan.model_source,
-    }
-    kept: list[Arg] = []
-    for arg in parse_args(plan.engine_args):
-        if arg.positional:
-            if arg.value != plan.model_source:
-                raise VllmEksError(f"plan.engine_args: positional model {arg.value!r} differs from "
-                                   f"plan.model_source {plan.model_source!r}")
-            continue
-        if arg.flag == "--hf-token":
-            raise VllmEksError("plan.engine_args: --hf-token is not allowed; the token comes from a Secret")
-        if arg.flag in expected:
-            if arg.value != expected[arg.flag]:
-                raise VllmEksError(f"plan.engine_args: {arg.flag} {arg.value!r} differs from the Plan's "
-                                   f"{expected[arg.flag]!r}")
-            continue
-        if arg.flag == "--load-format" and options.model_source_kind == "s3":
-            if arg.value != "runai_streamer":
-                raise VllmEksError(f"plan.engine_args: --load-format {arg.value!r}: an s3:// model needs runai_streamer")
-            continue
-        kept.append(arg)
-    return [tok for a in kept for tok in a.tokens()]
-
-
 def _model(plan: Plan, options: ValuesOptions) -> Model:
     source = plan.model_source
     kind = options.model_source_kind
@@ -551,125 +505,71 @@ def _model(plan: Plan, options: ValuesOptions) -> Model:
                  huggingface=HuggingFace(token_secret=token), pvc=pvc)
 
 
-def _check_flag(args: list[Arg], flag: str, expected: str) -> None:
-    for a in args:
-        if a.flag == flag and a.value != expected:
-            raise VllmEksError(f"plan.engine_args: {flag} {a.value!r} differs from the Plan's {expected!r}")
-
-
-def _multi_node_args(plan: Plan, kept: list[str]) -> list[str]:
-    """The Plan's args without the ones the LeaderWorkerSet renders (PP, Ray executor)."""
-    args = parse_args(kept)
-    _check_flag(args, "--pipeline-parallel-size", str(plan.pipeline_parallel_size))
-    _check_flag(args, "-pp", str(plan.pipeline_parallel_size))
-    _check_flag(args, "--distributed-executor-backend", "ray")
-    return [tok for a in args if a.flag not in MULTI_NODE_FLAGS for tok in a.tokens()]
-
-
-def _kwarg_value(text: str | None) -> Any:
-    """A `vllm serve` flag value as the Python value vLLM's argument parser would produce."""
-    if text is None:
-        return True
-    for convert in (int, float):
-        try:
-            return convert(text)
-        except ValueError:
-            pass
-    if text[:1] in "{[":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise VllmEksError(f"plan.engine_args: value {text!r} looks like JSON but is not: {exc}") from exc
-    return text
-
-
-def engine_kwargs(tokens: list[str]) -> dict[str, Any]:
-    """`vllm serve` flags -> the engine keyword arguments Ray Serve LLM passes to vLLM
-    (LLMConfig.engine_kwargs): `--max-model-len 4096` -> max_model_len: 4096, a bare switch ->
-    True, `--no-x` -> x: False. Server options that are not engine arguments are dropped; the
-    chart adds the tensor/pipeline parallel sizes from engine.*."""
-    out: dict[str, Any] = {}
-    for a in parse_args(tokens):
-        if a.positional or a.flag in NOT_ENGINE_KWARGS:
-            continue
-        if a.flag in ("--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp"):
-            continue
-        if not a.flag.startswith("--"):
-            raise VllmEksError(f"plan.engine_args: short flag {a.flag!r} has no engine keyword; use the long form")
-        name = a.flag[2:].replace("-", "_")
-        if name.startswith("no_") and a.value is None:
-            out[name[3:]] = False
-            continue
-        out[name] = _kwarg_value(a.value)
-    return out
-
-
 def _zone(plan: Plan, options: ValuesOptions) -> str:
-    if plan.efa_devices_per_pod > 0 and not options.zone:
+    if plan.pod.efa_devices_per_pod > 0 and not options.zone:
         raise InvalidOptionError(
-            f"--zone is required: the plan uses EFA ({plan.efa_devices_per_pod} interfaces per pod) and "
+            f"--zone is required: the plan uses EFA ({plan.pod.efa_devices_per_pod} interfaces per pod) and "
             "every pod of the group must stay in one availability zone (EFA traffic does not cross zones)")
     return options.zone or ""
 
 
 def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
     """Values for charts/vllm-inference from a Plan of any topology."""
-    if plan.gpus_per_pod != plan.tensor_parallel_size:
-        raise VllmEksError(f"plan.gpus_per_pod {plan.gpus_per_pod} != tensor_parallel_size "
-                           f"{plan.tensor_parallel_size}: one pod holds one tensor-parallel group")
-    if plan.nodes_per_replica != plan.pipeline_parallel_size:
-        raise VllmEksError(f"plan.nodes_per_replica {plan.nodes_per_replica} != pipeline_parallel_size "
-                           f"{plan.pipeline_parallel_size}: one pod per pipeline stage")
-    if plan.topology != "multi-node" and plan.pipeline_parallel_size != 1:
+    if plan.layout.gpus_per_pod != plan.layout.tensor_parallel_size:
+        raise VllmEksError(f"plan.layout.gpus_per_pod {plan.layout.gpus_per_pod} != tensor_parallel_size "
+                           f"{plan.layout.tensor_parallel_size}: one pod holds one tensor-parallel group")
+    if plan.layout.nodes_per_replica != plan.layout.pipeline_parallel_size:
+        raise VllmEksError(f"plan.layout.nodes_per_replica {plan.layout.nodes_per_replica} != pipeline_parallel_size "
+                           f"{plan.layout.pipeline_parallel_size}: one pod per pipeline stage")
+    if plan.topology != "multi-node" and plan.layout.pipeline_parallel_size != 1:
         raise VllmEksError(f"{plan.topology} plans have pipeline_parallel_size 1, got "
-                           f"{plan.pipeline_parallel_size}")
-    if plan.topology == "multi-node" and plan.pipeline_parallel_size < 2:
+                           f"{plan.layout.pipeline_parallel_size}")
+    if plan.topology == "multi-node" and plan.layout.pipeline_parallel_size < 2:
         raise VllmEksError("multi-node plans have pipeline_parallel_size >= 2, got "
-                           f"{plan.pipeline_parallel_size}")
-    memory = bytes_quantity(plan.memory_request_bytes)
+                           f"{plan.layout.pipeline_parallel_size}")
+    memory = bytes_quantity(plan.pod.memory_request_bytes)
     annotations: dict[str, str] = {}
     if options.iam_role_arn:
         annotations["eks.amazonaws.com/role-arn"] = options.iam_role_arn
-    kept = _take_chart_owned(plan, options)
     values = VllmInferenceValues(
         topology=plan.topology,
-        replicas=plan.replicas,
+        replicas=plan.layout.replicas,
         # KEDA scales these topologies (charts/observability), from the Plan's autoscaling bounds
         replicas_managed_externally=keda_scales(plan.topology),
         model=_model(plan, options),
-        engine=Engine(tensor_parallel_size=plan.tensor_parallel_size,
-                      pipeline_parallel_size=plan.pipeline_parallel_size, args=kept),
-        gpu=Gpu(count=plan.gpus_per_pod),
-        efa=Efa(devices=plan.efa_devices_per_pod),
+        engine=Engine(tensor_parallel_size=plan.layout.tensor_parallel_size,
+                      pipeline_parallel_size=plan.layout.pipeline_parallel_size,
+                      args=serve_flags(plan.engine.settings)),
+        gpu=Gpu(count=plan.layout.gpus_per_pod),
+        efa=Efa(devices=plan.pod.efa_devices_per_pod),
         resources=Resources(
-            requests=ResourceList(cpu=cpu_quantity(plan.cpu_request_millicores), memory=memory,
-                                  ephemeral_storage=bytes_quantity(plan.ephemeral_storage_bytes)),
+            requests=ResourceList(cpu=cpu_quantity(plan.pod.cpu_request_millicores), memory=memory,
+                                  ephemeral_storage=bytes_quantity(plan.pod.ephemeral_storage_bytes)),
             limits=ResourceList(memory=memory)),
-        shm=Shm(size_limit=bytes_quantity(plan.shm_size_bytes)),
+        shm=Shm(size_limit=bytes_quantity(plan.pod.shm_size_bytes)),
         probes=Probes(startup=StartupProbe(
             period_seconds=STARTUP_PERIOD_SECONDS,
-            failure_threshold=max(1, math.ceil(plan.startup_probe_seconds / STARTUP_PERIOD_SECONDS)))),
-        drain=Drain(pre_stop_seconds=plan.prestop_seconds,
-                    shutdown_timeout_seconds=plan.shutdown_timeout_seconds,
-                    termination_grace_period_seconds=plan.termination_grace_period_seconds),
+            failure_threshold=max(1, math.ceil(plan.pod.startup_probe_seconds / STARTUP_PERIOD_SECONDS)))),
+        drain=Drain(pre_stop_seconds=plan.pod.prestop_seconds,
+                    shutdown_timeout_seconds=plan.pod.shutdown_timeout_seconds,
+                    termination_grace_period_seconds=plan.pod.termination_grace_period_seconds),
         scheduling=Scheduling(pool=contract.pool_name(plan.instance), instance_type=plan.instance,
                               zone=_zone(plan, options)),
         service_account=ServiceAccount(annotations=annotations),
     )
     if plan.topology == "multi-node":
-        values.engine.args = _multi_node_args(plan, kept)
-        values.multi_node = MultiNode(group_size=plan.nodes_per_replica)
+        values.multi_node = MultiNode(group_size=plan.layout.nodes_per_replica)
         values.diagnostics = Diagnostics(
             # A PCIe-only instance has no NVLink to check; the all-reduce check still runs.
-            gpu_topology=GpuTopologyCheck(enabled=plan.nvlink),
-            all_reduce=AllReduceCheck(expected_bus_bandwidth_g_bps=plan.expected_bus_bandwidth_gbytes_per_s))
+            gpu_topology=GpuTopologyCheck(enabled=plan.node.nvlink),
+            all_reduce=AllReduceCheck(expected_bus_bandwidth_g_bps=plan.node.expected_bus_bandwidth_gbytes_per_s))
     elif plan.topology == "ray-serve":
         if plan.serve_autoscaling is None:
             raise VllmEksError("plan.serve_autoscaling: a ray-serve plan needs Serve autoscaling bounds")
         auto = plan.serve_autoscaling
         values.engine.args = []
         values.ray_serve = RayServe(
-            engine_kwargs=engine_kwargs(kept),
+            engine_kwargs=dict(plan.engine.settings),
             autoscaling=ServeAutoscaling(min_replicas=auto.min_replicas, max_replicas=auto.max_replicas,
                                          target_ongoing_requests=auto.target_ongoing_requests),
             workers=RayWorkers(replicas=auto.min_worker_pods, min_replicas=auto.min_worker_pods,
@@ -678,12 +578,7 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
         if plan.prefill is None or plan.decode is None:
             raise VllmEksError("plan.prefill / plan.decode: a disaggregated plan needs both pools")
         values.engine.args = []
-        pools = {}
-        for pool in (plan.prefill, plan.decode):
-            pool_kept = _take_chart_owned(plan.model_copy(update={"engine_args": pool.engine_args}), options)
-            kwargs = engine_kwargs(pool_kept)
-            if "kv_transfer_config" not in kwargs:
-                raise VllmEksError(f"plan.{pool.role}.engine_args: --kv-transfer-config is required")
-            pools[pool.role] = Pool(replicas=pool.replicas, engine_kwargs=kwargs)
+        pools = {phase.role: DisaggregatedPhase(replicas=phase.replicas, engine_kwargs=dict(phase.settings))
+                 for phase in (plan.prefill, plan.decode)}
         values.disaggregated = Disaggregated(**pools)
     return values

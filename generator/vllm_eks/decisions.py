@@ -1,0 +1,382 @@
+"""The planner's decisions: the parallelism layout, the context length, the batch limits,
+the replica count and the topology-specific sections (Ray Serve autoscaling, prefill/decode
+phases), each with its derivations.
+
+Decision tree: the model plus a useful KV cache fits one GPU -> TP=1 and replicas; it fits one
+machine -> TP = GPUs per machine and replicas; otherwise TP inside a machine and PP across
+machines (LeaderWorkerSet), then replicas of that group. TP must divide the attention heads,
+and TP never spans machines."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from . import budget as budget_mod
+from .architecture import DTYPE_BYTES, Architecture
+from .catalog import ResolvedModel, resolve_model
+from .derivations import Derivations
+from .engine_settings import EngineSettings, engine_settings
+from .errors import DoesNotFitError, InvalidOptionError
+from .hardware import Hardware, instance_catalog, resolve_hardware
+from .plan import EnginePlan, LayoutPlan, PhasePlan, ServeAutoscaling
+from .request import PlanRequest
+from .units import GIB, gib
+
+DEFAULT_UTILIZATION = 0.90
+DEFAULT_BLOCK_SIZE = 16          # vLLM's default on CUDA
+DEFAULT_MAX_NUM_SEQS = 256       # vLLM's default for `vllm serve` on GPUs
+DEFAULT_BATCHED_TOKENS = 8192
+# A layout is "useful" when it serves this many requests of the required context at once;
+# below that a single GPU spends most of its memory on weights and queues everyone else.
+USEFUL_CONCURRENCY = 4
+# Context the fit decision requires when the user does not pin --max-model-len.
+REQUIRED_CONTEXT = 8192
+# A typical request's footprint when choosing max_num_seqs: admitting more sequences than the
+# KV cache holds at this length only causes preemptions.
+TYPICAL_REQUEST_TOKENS = 2048
+MAX_PIPELINE_STAGES = 16
+# Prefill pools run few sequences at once: a handful of long prompts fills a scheduler step.
+PREFILL_MAX_NUM_SEQS = 16
+CONTEXT_LADDER = (1048576, 524288, 262144, 131072, 65536, 32768, 16384, 8192, 4096, 2048, 1024)
+
+
+def _precisions(a: Architecture, req: PlanRequest) -> budget_mod.Precisions:
+    ckpt_q = a.quantization
+    if req.dtype == "auto":
+        dtype = a.checkpoint_dtype if a.checkpoint_dtype in ("bfloat16", "float16") else "bfloat16"
+    else:
+        dtype = req.dtype
+    if req.quantization is not None and ckpt_q is not None and req.quantization != ckpt_q.method:
+        raise InvalidOptionError(
+            f"--quantization {req.quantization} conflicts with the checkpoint's quantization_config "
+            f"({ckpt_q.method}); omit --quantization to use the checkpoint's")
+    if req.quantization in ("awq", "gptq") and ckpt_q is None:
+        raise InvalidOptionError(
+            f"--quantization {req.quantization} needs a checkpoint quantized with {req.quantization.upper()} "
+            "(its config.json declares quantization_config); only fp8 can quantize a 16-bit checkpoint at load time")
+    if ckpt_q is not None:
+        method, bits, scope = ckpt_q.method, ckpt_q.bits, ckpt_q.scope
+    elif req.quantization == "fp8":
+        method, bits, scope = "fp8", 8.0, "linear"
+    else:
+        method, bits, scope = None, None, "linear"
+    kv_bytes = 1 if req.kv_cache_dtype == "fp8" else DTYPE_BYTES[dtype]
+    return budget_mod.Precisions(dtype, DTYPE_BYTES[dtype], method, bits, scope, req.kv_cache_dtype, kv_bytes)
+
+
+def valid_tp(a: Architecture, tp: int) -> str | None:
+    """Why vLLM would refuse this TP, or None."""
+    if a.num_attention_heads % tp:
+        return f"it must divide the {a.num_attention_heads} attention heads"
+    if a.mla is None and a.num_kv_heads % tp and tp % a.num_kv_heads:
+        return f"it must divide, or be a multiple of, the {a.num_kv_heads} KV heads"
+    return None
+
+
+# Request fields that must be > 0 when given; the flag is the field's name with dashes.
+POSITIVE_PINS = ("tensor_parallel_size", "pipeline_parallel_size", "replicas", "target_concurrency", "max_model_len",
+                 "max_num_seqs", "max_num_batched_tokens", "block_size", "load_bandwidth_mib_s", "prefill_replicas",
+                 "decode_replicas")
+
+
+def _check_request(req: PlanRequest) -> None:
+    for flag, value in ((f"--{name.replace('_', '-')}", getattr(req, name)) for name in POSITIVE_PINS):
+        if value is not None and value <= 0:
+            raise InvalidOptionError(f"{flag} must be > 0, got {value}")
+    if req.kv_cache_memory_gib is not None and req.kv_cache_memory_gib <= 0:
+        raise InvalidOptionError(f"--kv-cache-memory must be > 0, got {req.kv_cache_memory_gib}")
+    u = req.gpu_memory_utilization
+    if u is not None and not (0 < u <= 1):
+        raise InvalidOptionError(f"--gpu-memory-utilization must be in (0, 1], got {u}")
+    if req.block_size is not None and req.block_size & (req.block_size - 1):
+        raise InvalidOptionError(f"--block-size must be a power of two (e.g. 16, 32, 128), got {req.block_size}")
+    if req.replicas is not None and req.target_concurrency is not None:
+        raise InvalidOptionError("--replicas conflicts with --target-concurrency: give one of them")
+    if req.kv_cache_memory_gib is not None and req.gpu_memory_utilization is not None:
+        raise InvalidOptionError(
+            "--kv-cache-memory conflicts with --gpu-memory-utilization: a fixed KV budget skips the utilization-based profile")
+    if (req.max_num_seqs and req.max_num_batched_tokens
+            and req.max_num_batched_tokens < req.max_num_seqs):
+        raise InvalidOptionError(
+            f"--max-num-batched-tokens ({req.max_num_batched_tokens}) must be >= --max-num-seqs ({req.max_num_seqs})")
+
+
+class Decisions:
+    def __init__(self, req: PlanRequest):
+        _check_request(req)
+        self.req = req
+        self.model: ResolvedModel = resolve_model(req.model)
+        self.a = self.model.architecture
+        self.hw: Hardware = resolve_hardware(req.instance, req.gpu_memory_mib, req.gpus_per_node,
+                                             req.hardware_name, req.price_per_hour)
+        self.p = _precisions(self.a, req)
+        self.util = req.gpu_memory_utilization or DEFAULT_UTILIZATION
+        self.block = req.block_size or DEFAULT_BLOCK_SIZE
+        self.kv_pin = int(req.kv_cache_memory_gib * GIB) if req.kv_cache_memory_gib else None
+        if req.max_model_len and req.max_model_len > self.a.max_position_embeddings:
+            raise InvalidOptionError(
+                f"--max-model-len {req.max_model_len} exceeds the model's max_position_embeddings "
+                f"({self.a.max_position_embeddings})")
+        self.required_len = req.max_model_len or min(self.a.max_position_embeddings, REQUIRED_CONTEXT)
+        self.seqs0 = req.max_num_seqs or DEFAULT_MAX_NUM_SEQS
+        self.batched = req.max_num_batched_tokens or max(DEFAULT_BATCHED_TOKENS, self.seqs0)
+        if self.batched < self.seqs0:
+            raise InvalidOptionError(
+                f"--max-num-batched-tokens ({self.batched}) must be >= max_num_seqs ({self.seqs0})")
+
+    def budget(self, tp: int, pp: int, seqs: int | None = None) -> budget_mod.Budget:
+        s = budget_mod.Settings(tp, pp, self.util, self.batched, seqs or self.seqs0, self.block, self.kv_pin,
+                                self.req.async_scheduling)
+        return budget_mod.compute(self.a, self.hw, self.p, s)
+
+    def concurrency(self, b: budget_mod.Budget, length: int) -> float:
+        return b.kv_capacity(length).max_concurrency if b.fits_weights else 0.0
+
+    # -- parallelism -------------------------------------------------------------------------
+    def node_tp(self) -> int:
+        for tp in range(self.hw.gpus_per_node, 0, -1):
+            if self.hw.gpus_per_node % tp == 0 and valid_tp(self.a, tp) is None:
+                return tp
+        return 1
+
+    def choose_layout(self) -> tuple[int, int, str]:
+        req, a = self.req, self.a
+        tp_pin, pp_pin = req.tensor_parallel_size, req.pipeline_parallel_size
+        if tp_pin is not None:
+            why = valid_tp(a, tp_pin)
+            if why:
+                raise InvalidOptionError(f"--tensor-parallel-size {tp_pin} is invalid for {self.model.id}: {why}")
+            if tp_pin > self.hw.gpus_per_node:
+                raise InvalidOptionError(
+                    f"--tensor-parallel-size {tp_pin} exceeds the {self.hw.gpus_per_node} GPUs of {self.hw.name}: "
+                    "tensor parallelism stays inside one machine; use --pipeline-parallel-size across machines")
+        if pp_pin is not None and pp_pin > a.num_layers:
+            raise InvalidOptionError(
+                f"--pipeline-parallel-size {pp_pin} exceeds the model's {a.num_layers} layers")
+        if tp_pin is not None and pp_pin is not None:
+            self.require_fit(tp_pin, pp_pin, pinned=True)
+            return tp_pin, pp_pin, "pinned by --tensor-parallel-size and --pipeline-parallel-size"
+        if tp_pin is not None:
+            for pp in range(1, min(MAX_PIPELINE_STAGES, a.num_layers) + 1):
+                if self.fits(tp_pin, pp, 1):
+                    return tp_pin, pp, f"TP pinned to {tp_pin}; the fewest pipeline stages that fit"
+            self.require_fit(tp_pin, 1, pinned=True)
+        if pp_pin is not None:
+            tp = self.node_tp()
+            self.require_fit(tp, pp_pin, pinned=True)
+            return tp, pp_pin, f"PP pinned to {pp_pin}; TP = {tp}, the GPUs of one machine"
+        if self.fits(1, 1, USEFUL_CONCURRENCY):
+            return 1, 1, (f"weights plus KV for {USEFUL_CONCURRENCY} requests of {self.required_len} tokens fit one GPU: "
+                          "TP=1, scale with replicas")
+        tp = self.node_tp()
+        if self.fits(tp, 1, 1):
+            return tp, 1, (f"does not fit one GPU usefully but fits one {self.hw.name}: TP = {tp} "
+                           f"(GPUs per machine that divide the heads), scale with replicas")
+        for pp in range(2, min(MAX_PIPELINE_STAGES, a.num_layers) + 1):
+            if self.fits(tp, pp, 1):
+                return tp, pp, (f"does not fit one {self.hw.name}: TP = {tp} inside each machine, "
+                                f"PP = {pp} machines (the fewest that fit)")
+        self.require_fit(tp, min(MAX_PIPELINE_STAGES, a.num_layers), pinned=False)
+        raise AssertionError("unreachable")
+
+    # -- context and batch -------------------------------------------------------------------
+    def choose_max_model_len(self, b: budget_mod.Budget) -> tuple[int, str]:
+        if self.req.max_model_len:
+            return self.req.max_model_len, "pinned by --max-model-len"
+        limit = self.a.max_position_embeddings
+        ladder = [limit] + [n for n in CONTEXT_LADDER if n < limit]
+        for want in (USEFUL_CONCURRENCY, 1):
+            for n in ladder:
+                if self.concurrency(b, n) >= want:
+                    return n, (f"the longest context (model maximum {limit}, then powers of two) at which the KV cache "
+                               f"still holds {want} concurrent full-length requests")
+        return self.required_len, "the required context"
+
+    def choose_max_num_seqs(self, b: budget_mod.Budget) -> tuple[int, str]:
+        if self.req.max_num_seqs:
+            return self.req.max_num_seqs, "pinned by --max-num-seqs"
+        tokens = b.kv_capacity(1).slots
+        fit = tokens // TYPICAL_REQUEST_TOKENS
+        seqs = max(1, min(DEFAULT_MAX_NUM_SEQS, fit // 8 * 8 if fit >= 8 else fit))
+        return seqs, (f"min({DEFAULT_MAX_NUM_SEQS} (vLLM default), KV tokens {tokens} / {TYPICAL_REQUEST_TOKENS} "
+                      "typical tokens per request, rounded down to a multiple of 8): more running sequences than "
+                      "the cache holds only preempt each other")
+
+    def fits(self, tp: int, pp: int, min_concurrency: float) -> bool:
+        return self.concurrency(self.budget(tp, pp), self.required_len) >= min_concurrency
+
+    def require_fit(self, tp: int, pp: int, pinned: bool) -> None:
+        b = self.budget(tp, pp)
+        if self.concurrency(b, self.required_len) >= 1:
+            return
+        raise DoesNotFitError(self.shortfall(b, tp, pp))
+
+    def shortfall(self, b: budget_mod.Budget, tp: int, pp: int) -> str:
+        w = max(b.stages, key=lambda s: s.weights)
+        usable = w.requested - w.over.activation_peak - w.over.non_torch - w.over.cudagraph
+        per_token = max(s.layout.bytes_per_token for s in b.stages)
+        need = w.weights + self.required_len * per_token if self.kv_pin is None else 0
+        what = (f"{self.model.id} ({self.p.quantization or self.p.dtype}) does not fit {self.hw.name} "
+                f"with TP={tp} x PP={pp}: ")
+        if not b.fits_weights:
+            short = need - usable
+            what += (f"weights need {gib(w.weights)} per GPU plus {gib(self.required_len * per_token)} KV for one "
+                     f"{self.required_len}-token request, but {gib(usable)} of each {gib(self.hw.gpu_memory_bytes)} GPU "
+                     f"is usable at gpu-memory-utilization {self.util} (short by {gib(short)} per GPU, "
+                     f"{gib(short * tp * pp)} per replica)")
+        else:
+            cap = b.kv_capacity(self.required_len)
+            what += (f"the KV cache holds {cap.slots} token slots, less than one {self.required_len}-token request")
+        return what + "; options: " + "; ".join(self.alternatives(tp, pp))
+
+    def alternatives(self, tp: int, pp: int) -> list[str]:
+        out = []
+        for more_pp in range(pp + 1, min(MAX_PIPELINE_STAGES, self.a.num_layers) + 1):
+            if self.fits(tp, more_pp, 1):
+                out.append(f"more nodes: TP={tp} x PP={more_pp} over {more_pp} {self.hw.name} "
+                           f"(--pipeline-parallel-size {more_pp})")
+                break
+        if self.p.quantization is None:
+            for label, bits in (("fp8", 8.0), ("a 4-bit AWQ/GPTQ checkpoint", 4 + 20 / 128)):
+                alt = budget_mod.Precisions(self.p.dtype, self.p.dtype_bytes, "x", bits, "linear",
+                                            self.p.kv_cache_dtype, self.p.kv_dtype_bytes)
+                s = budget_mod.Settings(tp, pp, self.util, self.batched, self.seqs0, self.block, self.kv_pin,
+                                        self.req.async_scheduling)
+                b = budget_mod.compute(self.a, self.hw, alt, s)
+                if b.fits_weights and b.kv_capacity(self.required_len).max_concurrency >= 1:
+                    flag = "--quantization fp8" if bits == 8.0 else "--model <awq/gptq checkpoint>"
+                    out.append(f"quantize: {label} fits TP={tp} x PP={pp} ({flag})")
+                    break
+        bigger = [h for h in _catalog_instances() if h.gpus_per_node * h.gpu_memory_bytes
+                  > self.hw.gpus_per_node * self.hw.gpu_memory_bytes]
+        for h in sorted(bigger, key=lambda h: (h.usd_per_hour is None, h.usd_per_hour or 0)):
+            trial = self.req.model_copy(update={"instance": h.name, "tensor_parallel_size": None,
+                                                "pipeline_parallel_size": 1, "gpu_memory_mib": None,
+                                                "gpus_per_node": None, "hardware_name": None})
+            try:
+                other = Decisions(trial)
+            except InvalidOptionError:
+                continue
+            if not other.fits(other.node_tp(), 1, 1):
+                continue
+            out.append(f"bigger instance: one {h.name} (--instance {h.name})")
+            break
+        if self.req.max_model_len:
+            out.append("shorter context: lower --max-model-len")
+        return out or ["none found in the catalog: use more nodes with a larger --pipeline-parallel-size"]
+
+
+    # -- model source, replicas and sections ----------------------------------------------------
+    @property
+    def model_source(self) -> str:
+        return self.req.model_source or self.model.source
+
+    @property
+    def served_model_name(self) -> str:
+        if self.req.served_model_name:
+            return self.req.served_model_name
+        return self.model.entry.hf_repo if self.model.entry else Path(self.model.source).name or "model"
+
+    def choose_replicas(self, max_concurrency: float, tp: int, pp: int) -> tuple[int, str]:
+        req = self.req
+        if req.replicas is not None:
+            return req.replicas, "pinned by --replicas"
+        if req.target_concurrency is not None:
+            return (max(1, math.ceil(req.target_concurrency / max(max_concurrency, 1e-9))),
+                    f"ceil(target concurrency {req.target_concurrency} / {max_concurrency:.2f} per replica)")
+        if pp > 1:
+            return 1, "one model copy; raise --replicas or --target-concurrency for more groups"
+        return (max(1, self.hw.gpus_per_node // tp),
+                f"{self.hw.gpus_per_node} GPUs per node / {tp} per pod: a node is billed whole, so fill it")
+
+    def layout_plan(self, tp: int, pp: int, layout_why: str, max_concurrency: float) -> LayoutPlan:
+        d = Derivations()
+        d.add("tensor_parallel_size / pipeline_parallel_size", f"TP={tp} x PP={pp}", layout_why, LAYOUT_RULE)
+        replicas, why = self.choose_replicas(max_concurrency, tp, pp)
+        d.add("replicas", str(replicas), why)
+        return LayoutPlan(tensor_parallel_size=tp, pipeline_parallel_size=pp, nodes_per_replica=pp,
+                          gpus_per_pod=tp, replicas=replicas, derivations=d.items)
+
+    def engine_plan(self, max_model_len: int, max_num_seqs: int, seqs_why: str) -> EnginePlan:
+        d = Derivations()
+        d.add("max_num_seqs", str(max_num_seqs), seqs_why)
+        d.add("max_num_batched_tokens", str(self.batched), "pinned" if self.req.max_num_batched_tokens else
+              f"{DEFAULT_BATCHED_TOKENS} with chunked prefill: long prompts are split, so it need not reach max_model_len")
+        settings = engine_settings(
+            dtype=self.p.dtype, max_model_len=max_model_len, gpu_memory_utilization=self.util,
+            kv_cache_memory_bytes=self.kv_pin, max_num_seqs=max_num_seqs, max_num_batched_tokens=self.batched,
+            block_size=self.block, kv_cache_dtype=self.p.kv_cache_dtype,
+            # a quantized checkpoint declares its method; vLLM reads it from config.json
+            quantization=self.req.quantization if self.a.quantization is None else None,
+            async_scheduling=self.req.async_scheduling)
+        return EnginePlan(gpu_memory_utilization=self.util, kv_cache_memory_bytes=self.kv_pin,
+                          max_num_seqs=max_num_seqs, max_num_batched_tokens=self.batched,
+                          enable_chunked_prefill=True, enable_prefix_caching=True, settings=settings,
+                          derivations=d.items)
+
+    def check_topology(self, pp: int) -> None:
+        """Topology choices the layout cannot serve; errors name the flag."""
+        req, hw = self.req, self.hw
+        disaggregated = req.topology == "disaggregated"
+        if disaggregated and pp > 1:
+            raise InvalidOptionError(
+                f"--topology disaggregated needs one model copy per node, but {self.model.id} needs "
+                f"{pp} {hw.name} nodes; choose a larger instance or --topology auto")
+        if disaggregated and hw.efa_max == 0:
+            with_efa = sorted(h.name for h in _catalog_instances() if h.efa_max > 0)
+            raise InvalidOptionError(
+                f"--topology disaggregated moves the KV cache over EFA, and {hw.name} has no EFA interface "
+                f"(instances with EFA: {', '.join(with_efa)})")
+        if (req.prefill_replicas or req.decode_replicas) and not disaggregated:
+            raise InvalidOptionError("--prefill-replicas/--decode-replicas need --topology disaggregated")
+
+
+# The parallelism decision tree the layout derivation cites.
+LAYOUT_RULE = ("one GPU if weights plus a useful KV cache fit it, else the GPUs of one machine, else tensor "
+               "parallel inside each machine and pipeline stages across machines; TP divides the heads")
+# NIXL moves the KV cache from prefill to decode engines; LIBFABRIC is its EFA backend.
+KV_TRANSFER_CONFIG = {"kv_connector": "NixlConnector", "kv_role": "kv_both",
+                      "kv_connector_extra_config": {"backends": ["LIBFABRIC"]}}
+
+
+def serve_autoscaling(req: PlanRequest, layout: LayoutPlan, max_num_seqs: int) -> ServeAutoscaling:
+    """Ray Serve's replica autoscaling of a ray-serve deployment."""
+    target = max(1, max_num_seqs // 2)
+    pinned = req.replicas is not None
+    ceiling = layout.replicas if pinned else max(2, layout.replicas)
+    nodes = layout.nodes_per_replica
+    d = Derivations()
+    d.add("serve_autoscaling", f"1..{ceiling} replicas, target {target} ongoing requests",
+          f"min 1, max = {'--replicas' if pinned else f'max(2, replicas {layout.replicas})'}, "
+          f"target = max_num_seqs {max_num_seqs} / 2",
+          "Ray Serve scales model replicas; half the running-sequence cap leaves room for bursts")
+    return ServeAutoscaling(min_replicas=1, max_replicas=ceiling, target_ongoing_requests=target,
+                            min_worker_pods=nodes, max_worker_pods=ceiling * nodes, derivations=d.items)
+
+
+def phases(req: PlanRequest, layout: LayoutPlan, engine: EnginePlan) -> tuple[PhasePlan, PhasePlan]:
+    """The prefill and decode phases of a disaggregated deployment."""
+    decode_n = req.decode_replicas or layout.replicas
+    prefill_n = req.prefill_replicas or max(1, math.ceil(decode_n / 2))
+    seqs = engine.max_num_seqs
+    prefill_seqs = min(seqs, PREFILL_MAX_NUM_SEQS)
+    d = Derivations()
+    d.add("prefill/decode pools", f"{prefill_n} prefill + {decode_n} decode",
+          f"decode = replicas {decode_n}; prefill = ceil(decode / 2); prefill max_num_seqs = "
+          f"min({seqs}, {PREFILL_MAX_NUM_SEQS})",
+          "prefill is compute-bound: a few long prompts fill a scheduler step, and each prefill pass is short; "
+          "decode is memory-bound: it holds every running sequence's KV cache, so it gets the larger pool")
+
+    def settings(max_num_seqs: int) -> EngineSettings:
+        return {**engine.settings, "max_num_seqs": max_num_seqs, "kv_transfer_config": KV_TRANSFER_CONFIG}
+    prefill = PhasePlan(role="prefill", replicas=prefill_n, max_num_seqs=prefill_seqs,
+                        max_num_batched_tokens=engine.max_num_batched_tokens, settings=settings(prefill_seqs),
+                        derivations=d.items)
+    decode = PhasePlan(role="decode", replicas=decode_n, max_num_seqs=seqs,
+                       max_num_batched_tokens=engine.max_num_batched_tokens, settings=settings(seqs))
+    return prefill, decode
+
+
+def _catalog_instances() -> list[Hardware]:
+    return list(instance_catalog().values())
