@@ -21,16 +21,26 @@ SETUP_TARGETS := venv
 TEST_SETUP_TARGETS :=
 BENCH_TARGETS := bench-planner bench-render
 
-.PHONY: help setup venv test render values schemas docs bench bench-planner bench-render clean
-help:
-	@echo "make setup    install the venv and pinned tools (.venv, .tools)"
-	@echo "make render   generate values for $(MODEL) on $(INSTANCE) into $(OUT) and render the charts"
-	@echo "make test     set up everything and run every test tier"
-	@echo "make values   regenerate the committed scenarios under values/"
-	@echo "make schemas  regenerate values.schema.json of every chart"
-	@echo "make bench    print planner and render timings"
+# The charts: every charts/<name>/Chart.yaml, nothing else lists them (tools/gen-schemas.py and
+# tools/bench_render.py read the same directories; a test checks the generator's registry agrees).
+CHARTS := $(sort $(patsubst charts/%/Chart.yaml,%,$(wildcard charts/*/Chart.yaml)))
 
-venv: $(VENV)/.installed
+# Test tiers: `make test-<tier>` runs `pytest $(TEST_ARGS_<tier>)`; mk/*.mk add their tiers.
+# `make test` runs every test in one pytest run; tests/harness_selftest/test_make.py checks that
+# each test it collects is selected by exactly one tier.
+TEST_TIERS := unit render
+# No helm, checkov, promtool, cluster or engine: the generator and the harness's own logic.
+TEST_ARGS_unit := -m "not (render or cluster or engine or kind)" tests/unit tests/harness_selftest
+# Needs the pinned helm3/helm4, checkov and promtool (`make setup`).
+TEST_ARGS_render := -m render tests
+
+.PHONY: help setup venv test test-unit test-render test-tiers render values schemas docs bench \
+	bench-planner bench-render clean
+# Every target documents itself with a `## ` comment on its rule line; help prints those.
+help: ## list every target with one line each
+	@awk -F ':[^=]*## ' '/^[a-zA-Z0-9_.-]+:[^=]*## / { printf "make %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+venv: $(VENV)/.installed ## create .venv with the generator and the test dependencies
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
@@ -39,18 +49,27 @@ $(VENV)/.installed: pyproject.toml
 
 include $(wildcard mk/*.mk)
 
-setup: $(SETUP_TARGETS)
+setup: $(SETUP_TARGETS) ## install the venv and the pinned tools (.venv, .tools)
 
-test: setup $(TEST_SETUP_TARGETS)
+test: setup $(TEST_SETUP_TARGETS) ## set up everything and run every test tier (one pytest run)
 	$(BIN)/pytest
 
-bench: $(BENCH_TARGETS)
+test-unit: venv ## only the unit tier: generator and harness tests that need no tools (under a minute)
+	$(BIN)/pytest $(TEST_ARGS_unit)
 
-bench-planner: venv
+test-render: setup ## only the render tier: helm template/lint, schemas, checkov, promtool
+	$(BIN)/pytest $(TEST_ARGS_render)
+
+test-tiers: ## print each test tier and the pytest arguments that select it, tab-separated
+	@$(foreach t,$(TEST_TIERS),printf '%s' '$(t)'; printf '\t%s' $(TEST_ARGS_$(t)); printf '\n';)
+
+bench: $(BENCH_TARGETS) ## print planner and render timings
+
+bench-planner: venv ## time the planner over the catalogs
 	$(BIN)/python tools/bench_planner.py
 
-bench-render: setup
+bench-render: setup ## time rendering and validating every chart with every values file
 	$(BIN)/python tools/bench_render.py
 
-clean:
+clean: ## remove .venv, .tools, .cache and out
 	rm -rf $(VENV) $(TOOLS) .cache out

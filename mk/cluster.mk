@@ -9,11 +9,12 @@ CLUSTER_BIN := $(TOOLS)/cluster/bin
 export VLLM_EKS_CLUSTER_BIN := $(CLUSTER_BIN)
 
 TEST_SETUP_TARGETS += cluster-tools
+TEST_TIERS += cluster
+TEST_ARGS_cluster := -m cluster tests/cluster
 
 .PHONY: cluster-tools test-cluster
-cluster-tools:
+cluster-tools: ## build (or check) the pinned Kubernetes control plane and kwok binaries
 	@CLUSTER_BIN=$(CLUSTER_BIN) tools/cluster/build.sh
 
-# Only the cluster tier (after set-up).
-test-cluster: setup cluster-tools
-	$(BIN)/pytest -m cluster tests/cluster
+test-cluster: setup cluster-tools ## only the cluster tier: charts installed on a local control plane with kwok nodes
+	$(BIN)/pytest $(TEST_ARGS_cluster)

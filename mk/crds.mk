@@ -9,8 +9,8 @@
 CRDS_CACHE := $(abspath .cache/crds)
 
 .PHONY: crds crds-verify
-crds:
+crds: ## download the pinned CRDs into .cache/crds (needs internet)
 	$(PYTHON) tools/fetch-crds.py fetch --dest $(CRDS_CACHE)
 
-crds-verify:
+crds-verify: ## check that VLLM_EKS_CRD_DIR holds exactly the pinned CRDs
 	$(PYTHON) tools/fetch-crds.py verify $(VLLM_EKS_CRD_DIR)

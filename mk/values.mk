@@ -1,13 +1,13 @@
 # values.schema.json of every chart and the values reference in each chart README, both generated
 # from the generator's pydantic values models (tools/gen-schemas.py lists the charts).
 
-schemas: venv
+schemas: venv ## regenerate values.schema.json of every chart from the pydantic models
 	$(BIN)/python tools/gen-schemas.py
 
-docs: schemas
+docs: schemas ## regenerate the schemas, the chart READMEs' values tables and the README blocks
 	$(BIN)/python tools/gen-schemas.py --docs
 
 # Fails when a committed schema or README table differs from what the models generate.
-check-schemas: venv
+check-schemas: venv ## fail when a committed schema or chart README table has drifted
 	$(BIN)/python tools/gen-schemas.py --check
 	$(BIN)/python tools/gen-schemas.py --docs --check

@@ -16,7 +16,8 @@ sys.path.insert(0, str(ROOT))
 from tests.harness import KUBE_VERSIONS, load_crds, validate_all  # noqa: E402
 from tests.harness import checkov, helm  # noqa: E402
 
-CHARTS = ("vllm-inference", "gpu-infra", "observability")
+# Every chart: the directories charts/<name>/ holding a Chart.yaml.
+CHARTS = sorted(p.parent.name for p in (ROOT / "charts").glob("*/Chart.yaml"))
 
 
 def matrix() -> list[tuple[str, Path]]:

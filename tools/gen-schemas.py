@@ -2,37 +2,41 @@
 """Regenerate (or, with --check, verify) every chart's values.schema.json from the generator's
 pydantic values models, and with --docs the values reference table in the chart's README.
 
-A chart joins by adding one line to CHARTS: (chart directory, "module:Model", schema title)."""
+The charts are the directories charts/<name>/ with a Chart.yaml; each chart's model is the return
+type of its builder in the generator's chart registry (CHART_BUILDERS). Nothing here lists them."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
+import typing
 from pathlib import Path
 
 import yaml
 
+from vllm_eks.chart_values.registry import CHART_BUILDERS
 from vllm_eks.chart_values.schema import render_schema, replace_reference, values_reference_markdown, values_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 
-CHARTS: list[tuple[str, str, str]] = [
-    ("charts/vllm-inference", "vllm_eks.chart_values.vllm_inference:VllmInferenceValues", "vllm-inference values"),
-    ("charts/observability", "vllm_eks.chart_values.observability:ObservabilityValues", "observability values"),
-    ("charts/gpu-infra", "vllm_eks.chart_values.gpu_infra:GpuInfraValues", "gpu-infra values"),
-]
+
+def charts() -> list[str]:
+    """Every chart of the repository: the directories charts/<name>/ holding a Chart.yaml."""
+    return sorted(p.parent.name for p in (ROOT / "charts").glob("*/Chart.yaml"))
 
 
-def _model(ref: str) -> type:
-    module, _, name = ref.partition(":")
-    return getattr(importlib.import_module(module), name)
+def chart_model(chart: str) -> type:
+    """The pydantic values model of a chart: what its registered builder returns."""
+    if chart not in CHART_BUILDERS:
+        raise SystemExit(f"charts/{chart} has no values builder in the generator's CHART_BUILDERS")
+    return typing.get_type_hints(CHART_BUILDERS[chart])["return"]
 
 
-def expected_files(chart: str, ref: str, title: str) -> dict[Path, str]:
+def expected_files(chart: str) -> dict[Path, str]:
     """path -> content this script writes for one chart."""
-    model = _model(ref)
-    chart_dir = ROOT / chart
+    model = chart_model(chart)
+    title = f"{chart} values"
+    chart_dir = ROOT / "charts" / chart
     files = {chart_dir / "values.schema.json": render_schema(model, title)}
     readme = chart_dir / "README.md"
     if readme.exists():
@@ -48,8 +52,8 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="fail when a file differs, write nothing")
     args = parser.parse_args()
     drift: list[Path] = []
-    for chart, ref, title in CHARTS:
-        for path, content in expected_files(chart, ref, title).items():
+    for chart in charts():
+        for path, content in expected_files(chart).items():
             if (path.name == "README.md") != args.docs:
                 continue
             current = path.read_text() if path.exists() else None

@@ -8,6 +8,8 @@ import pytest
 
 from tests.harness import checkov
 
+pytestmark = pytest.mark.render
+
 PRIVILEGED_POD = textwrap.dedent("""\
     apiVersion: v1
     kind: Pod

@@ -10,6 +10,8 @@ import pytest
 from tests.harness import promtool
 from tests.harness.crd_schema import CrdRegistry, validate
 
+pytestmark = pytest.mark.render
+
 RULE = {
     "apiVersion": "monitoring.coreos.com/v1",
     "kind": "PrometheusRule",

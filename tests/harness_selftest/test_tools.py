@@ -36,6 +36,7 @@ def test_plain_helm_is_helm4() -> None:
     assert out.stdout.startswith(helm.PINNED_VERSIONS["helm4"] + "+")
 
 
+@pytest.mark.render
 def test_checkov_is_the_pinned_version() -> None:
     # Read the installed distribution's metadata: `checkov --version` takes seconds to import.
     binary = Path(require_tool("checkov")).resolve()
@@ -46,6 +47,7 @@ def test_checkov_is_the_pinned_version() -> None:
     assert installed == [f"checkov-{pinned}.dist-info"], installed
 
 
+@pytest.mark.render
 def test_promtool_runs() -> None:
     out = subprocess.run([str(require_tool("promtool")), "--version"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

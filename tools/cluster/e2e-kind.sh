@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `make e2e-kind`: create a kind cluster, run tests/kind against it (CRDs, charts with the GPU-less
-# profile, a completion through the Service via `helm test`), delete the cluster. Needs a running
-# container engine; fails (never pretends) without one.
+# `make e2e-kind`: create a kind cluster, run pytest with the arguments given against it (the kind
+# tier, TEST_ARGS_kind in mk/kind.mk: CRDs, charts with the GPU-less profile, a completion through
+# the Service via `helm test`), delete the cluster. Needs a running container engine; fails (never
+# pretends) without one.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -24,4 +25,4 @@ cleanup() { "$kind" delete cluster --name "$name" --kubeconfig "$kubeconfig" >/d
 trap cleanup EXIT
 "$kind" create cluster --name "$name" --kubeconfig "$kubeconfig" --wait 180s ${KIND_NODE_IMAGE:+--image "$KIND_NODE_IMAGE"}
 cd "$root"
-VLLM_EKS_KIND_KUBECONFIG="$kubeconfig" "$pytest" -m kind tests/kind -v -rs
+VLLM_EKS_KIND_KUBECONFIG="$kubeconfig" "$pytest" "$@" -v -rs

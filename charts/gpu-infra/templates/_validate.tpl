@@ -1,0 +1,132 @@
+{{/*
+Value rules the schema cannot express (values.schema.json, generated from the pydantic models,
+holds every single-field constraint). One helper per cross-key rule, named
+gpu-infra.validateValues.<rule>: each prints one line per violation, naming the key, and nothing
+when the values follow the rule. gpu-infra.validate calls each once and fails once with every
+message.
+*/}}
+
+{{- define "gpu-infra.validate" -}}
+{{- $out := "" -}}
+{{- $out = print $out (include "gpu-infra.validateValues.latestAmi" .) -}}
+{{- $out = print $out (include "gpu-infra.validateValues.bottlerocketDevicePlugin" .) -}}
+{{- $out = print $out (include "gpu-infra.validateValues.uniquePoolNames" .) -}}
+{{- $out = print $out (include "gpu-infra.validateValues.efaZone" .) -}}
+{{- $out = print $out (include "gpu-infra.validateValues.reservedCapacity" .) -}}
+{{- $out = print $out (include "gpu-infra.validateValues.reservationTerms" .) -}}
+{{- $out = print $out (include "gpu-infra.validateValues.placementGroup" .) -}}
+{{- $out = print $out (include "gpu-infra.validateValues.rootVolumeThroughput" .) -}}
+{{- $out = print $out (include "gpu-infra.validateValues.disruptionBudgets" .) -}}
+{{- $out = print $out (include "gpu-infra.validateValues.efaDevicePlugin" .) -}}
+{{- $errors := compact (splitList "\n" $out) -}}
+{{- if $errors -}}
+{{- fail (printf "\n\ngpu-infra values are invalid:\n  - %s\n" (join "\n  - " $errors)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* amiVersion 'latest' only with allowLatestAmi: true. */}}
+{{- define "gpu-infra.validateValues.latestAmi" -}}
+{{- if and (eq .Values.amiVersion "latest") (not .Values.allowLatestAmi) -}}
+{{- print "amiVersion: 'latest' drifts every GPU node on each AMI release; pin a release (e.g. v20260903 for al2023, v1.65.0 for bottlerocket) or set allowLatestAmi: true\n" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Bottlerocket runs its own NVIDIA device plugin: the chart's must be off. */}}
+{{- define "gpu-infra.validateValues.bottlerocketDevicePlugin" -}}
+{{- if and (eq .Values.amiFamily "bottlerocket") .Values.nvidiaDevicePlugin.enabled -}}
+{{- print "nvidiaDevicePlugin.enabled: must be false with amiFamily: bottlerocket (the Bottlerocket NVIDIA AMI runs its own device plugin; a second one conflicts)\n" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Pool names are unique (they name the NodePools and the pool label value). */}}
+{{- define "gpu-infra.validateValues.uniquePoolNames" -}}
+{{- $seen := dict -}}
+{{- range $i, $p := (include "gpu-infra.pools" . | fromJson).pools -}}
+{{- if hasKey $seen $p.name -}}
+{{- printf "pools[%d].name: %q is used by another pool\n" $i $p.name -}}
+{{- end -}}
+{{- $_ := set $seen $p.name true -}}
+{{- end -}}
+{{- end -}}
+
+{{/* An EFA pool lives in exactly one availability zone (after poolDefaults). */}}
+{{- define "gpu-infra.validateValues.efaZone" -}}
+{{- range $i, $p := (include "gpu-infra.pools" . | fromJson).pools -}}
+{{- if $p.efa -}}
+{{- if ne (len $p.zones) 1 -}}
+{{- printf "pools[%d].zones: an EFA pool needs exactly one availability zone (EFA traffic does not cross zones), got %v\n" $i $p.zones -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Capacity type 'reserved' and capacityReservations go together (after poolDefaults). */}}
+{{- define "gpu-infra.validateValues.reservedCapacity" -}}
+{{- range $i, $p := (include "gpu-infra.pools" . | fromJson).pools -}}
+{{- $reserved := has "reserved" $p.capacityTypes -}}
+{{- if and $p.capacityReservations (not $reserved) -}}
+{{- printf "pools[%d].capacityTypes: add 'reserved' to use capacityReservations\n" $i -}}
+{{- end -}}
+{{- if and $reserved (not $p.capacityReservations) -}}
+{{- printf "pools[%d].capacityReservations: capacity type 'reserved' needs at least one reservation selector term\n" $i -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A capacity reservation selector term selects by id alone, or by tags / instanceMatchCriteria. */}}
+{{- define "gpu-infra.validateValues.reservationTerms" -}}
+{{- range $i, $p := (include "gpu-infra.pools" . | fromJson).pools -}}
+{{- range $j, $t := $p.capacityReservations -}}
+{{- if and $t.id (or $t.tags $t.ownerId $t.instanceMatchCriteria) -}}
+{{- printf "pools[%d].capacityReservations[%d]: id cannot be combined with tags, ownerId or instanceMatchCriteria\n" $i $j -}}
+{{- end -}}
+{{- if not (or $t.id $t.tags $t.instanceMatchCriteria) -}}
+{{- printf "pools[%d].capacityReservations[%d]: set id, tags or instanceMatchCriteria\n" $i $j -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A placement group is selected by exactly one of name or id. */}}
+{{- define "gpu-infra.validateValues.placementGroup" -}}
+{{- range $i, $p := (include "gpu-infra.pools" . | fromJson).pools -}}
+{{- with $p.placementGroup -}}
+{{- if or (and .name .id) (not (or .name .id)) -}}
+{{- printf "pools[%d].placementGroup: set exactly one of name or id\n" $i -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* gp3 root volume: throughput (MiB/s) at most iops/4. */}}
+{{- define "gpu-infra.validateValues.rootVolumeThroughput" -}}
+{{- range $i, $p := (include "gpu-infra.pools" . | fromJson).pools -}}
+{{- if gt (int $p.rootVolume.throughput) (div (int $p.rootVolume.iops) 4) -}}
+{{- printf "pools[%d].rootVolume.throughput: gp3 allows at most iops/4 = %d MiB/s, got %v\n" $i (div (int $p.rootVolume.iops) 4) $p.rootVolume.throughput -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A disruption budget's schedule and duration are set together or not at all. */}}
+{{- define "gpu-infra.validateValues.disruptionBudgets" -}}
+{{- range $i, $p := (include "gpu-infra.pools" . | fromJson).pools -}}
+{{- range $j, $b := $p.disruption.budgets -}}
+{{- if ne (empty $b.schedule) (empty $b.duration) -}}
+{{- printf "pools[%d].disruption.budgets[%d]: schedule and duration go together\n" $i $j -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A pool with efa: true needs the chart's EFA device plugin (nothing else advertises EFA). */}}
+{{- define "gpu-infra.validateValues.efaDevicePlugin" -}}
+{{- $anyEfa := false -}}
+{{- range (include "gpu-infra.pools" . | fromJson).pools -}}
+{{- if .efa -}}
+{{- $anyEfa = true -}}
+{{- end -}}
+{{- end -}}
+{{- if and $anyEfa (not .Values.efaDevicePlugin.enabled) -}}
+{{- print "efaDevicePlugin.enabled: must be true when a pool has efa: true (nothing else advertises vpc.amazonaws.com/efa)\n" -}}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,115 @@
+{{/*
+Value rules checked while rendering. One helper per rule, named observability.validateValues.<rule>:
+each prints one line per violation, naming the key, and nothing when the values follow the rule.
+observability.validate calls each once and fails once with every message (templates/validate.yaml).
+
+topology, targetRelease, metricsJob and cooldownPeriod restate single-field constraints of
+values.schema.json (generated from the pydantic models): the schema does not require those keys, so
+a key set to null passes it, and renders with --skip-schema-validation rely on these helpers.
+*/}}
+
+{{- define "observability.validate" -}}
+{{- $out := "" -}}
+{{- $out = print $out (include "observability.validateValues.topology" .) -}}
+{{- $out = print $out (include "observability.validateValues.targetRelease" .) -}}
+{{- $out = print $out (include "observability.validateValues.metricsJob" .) -}}
+{{- $out = print $out (include "observability.validateValues.runbookBaseUrl" .) -}}
+{{- /* The autoscaling rules apply only where the ScaledObject renders. */ -}}
+{{- if and .Values.autoscaling.enabled (include "observability.kedaTopology" .) -}}
+{{- $out = print $out (include "observability.validateValues.scaleToZeroAllowed" .) -}}
+{{- $out = print $out (include "observability.validateValues.scaleToZeroTrigger" .) -}}
+{{- $out = print $out (include "observability.validateValues.replicaBounds" .) -}}
+{{- $out = print $out (include "observability.validateValues.cooldownPeriod" .) -}}
+{{- $out = print $out (include "observability.validateValues.scaleDownWindow" .) -}}
+{{- $out = print $out (include "observability.validateValues.fallbackReplicas" .) -}}
+{{- $out = print $out (include "observability.validateValues.triggerAuthentication" .) -}}
+{{- end -}}
+{{- $errors := compact (splitList "\n" $out) -}}
+{{- if $errors -}}
+{{- fail (printf "\n\nobservability: invalid values:\n  - %s\n" (join "\n  - " $errors)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* topology is one the chart knows (schema: enum). */}}
+{{- define "observability.validateValues.topology" -}}
+{{- if not (has .Values.topology (list "single-node" "multi-node" "ray-serve" "disaggregated")) -}}
+{{- printf "topology: %q is not one of single-node, multi-node, ray-serve, disaggregated\n" .Values.topology -}}
+{{- end -}}
+{{- end -}}
+
+{{/* target.release names the vllm-inference release (schema: minLength 1). */}}
+{{- define "observability.validateValues.targetRelease" -}}
+{{- if not .Values.target.release -}}
+{{- print "target.release: must name the vllm-inference release\n" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* metrics.job is not empty (schema: minLength 1). */}}
+{{- define "observability.validateValues.metricsJob" -}}
+{{- if not .Values.metrics.job -}}
+{{- print "metrics.job: must not be empty (rules and the ScaledObject select on it)\n" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Alerts link to runbooks: rules.enabled needs rules.runbookBaseUrl. */}}
+{{- define "observability.validateValues.runbookBaseUrl" -}}
+{{- if and .Values.rules.enabled (not .Values.rules.runbookBaseUrl) -}}
+{{- print "rules.runbookBaseUrl: must be set when rules.enabled (alerts link to runbooks)\n" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* autoscaling.minReplicaCount below 1 only with autoscaling.allowScaleToZero. */}}
+{{- define "observability.validateValues.scaleToZeroAllowed" -}}
+{{- $a := .Values.autoscaling -}}
+{{- if and (lt (int $a.minReplicaCount) 1) (not $a.allowScaleToZero) -}}
+{{- printf "autoscaling.minReplicaCount: %v scales to zero; set autoscaling.allowScaleToZero: true to allow it (the first request then waits for a node and a model load)\n" $a.minReplicaCount -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Scale to zero needs an extra trigger that sees traffic while no replica runs. */}}
+{{- define "observability.validateValues.scaleToZeroTrigger" -}}
+{{- $a := .Values.autoscaling -}}
+{{- if and (lt (int $a.minReplicaCount) 1) $a.allowScaleToZero (not $a.extraTriggers) -}}
+{{- print "autoscaling.extraTriggers: scale-to-zero needs a trigger that sees incoming traffic; vLLM exports no queue metric while no replica runs\n" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* autoscaling.maxReplicaCount is at least autoscaling.minReplicaCount. */}}
+{{- define "observability.validateValues.replicaBounds" -}}
+{{- $a := .Values.autoscaling -}}
+{{- if lt (int $a.maxReplicaCount) (int $a.minReplicaCount) -}}
+{{- printf "autoscaling.maxReplicaCount: %v is below autoscaling.minReplicaCount %v\n" $a.maxReplicaCount $a.minReplicaCount -}}
+{{- end -}}
+{{- end -}}
+
+{{/* autoscaling.cooldownPeriod at least 600 s (schema: minimum 600). */}}
+{{- define "observability.validateValues.cooldownPeriod" -}}
+{{- $a := .Values.autoscaling -}}
+{{- if lt (int $a.cooldownPeriod) 600 -}}
+{{- printf "autoscaling.cooldownPeriod: %v is below 600 s; a GPU node plus a model load takes minutes\n" $a.cooldownPeriod -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The scale-down stabilization window is at least 600 s. */}}
+{{- define "observability.validateValues.scaleDownWindow" -}}
+{{- $w := .Values.autoscaling.behavior.scaleDown.stabilizationWindowSeconds -}}
+{{- if lt (int $w) 600 -}}
+{{- printf "autoscaling.behavior.scaleDown.stabilizationWindowSeconds: %v is below 600 s; shorter windows flap\n" $w -}}
+{{- end -}}
+{{- end -}}
+
+{{/* With fallback enabled, autoscaling.fallback.replicas is at most autoscaling.maxReplicaCount. */}}
+{{- define "observability.validateValues.fallbackReplicas" -}}
+{{- $a := .Values.autoscaling -}}
+{{- if and $a.fallback.enabled (gt (int $a.fallback.replicas) (int $a.maxReplicaCount)) -}}
+{{- printf "autoscaling.fallback.replicas: %v is above autoscaling.maxReplicaCount %v\n" $a.fallback.replicas $a.maxReplicaCount -}}
+{{- end -}}
+{{- end -}}
+
+{{/* An enabled TriggerAuthentication sets secretTargetRef or podIdentityProvider. */}}
+{{- define "observability.validateValues.triggerAuthentication" -}}
+{{- $a := .Values.autoscaling -}}
+{{- if and $a.triggerAuthentication.enabled (not $a.triggerAuthentication.secretTargetRef) (not $a.triggerAuthentication.podIdentityProvider) -}}
+{{- print "autoscaling.triggerAuthentication: enabled but neither secretTargetRef nor podIdentityProvider is set\n" -}}
+{{- end -}}
+{{- end -}}
