@@ -21,7 +21,7 @@ from .errors import VllmEksError
 from .hardware import instance_catalog
 from .units import GIB
 from .planner import make_plan
-from .request import PlanRequest
+from .request import PlanRequest, model_source_kind
 
 _PLAN_OPTIONS: list[Callable] = [
     click.option("--model", required=True, help="Catalog id, Hugging Face repo id known to the catalog, or path to a config.json (or its folder)."),
@@ -141,8 +141,7 @@ def values(out_dir: Path, **kwargs) -> None:
     p = make_plan(_request(kwargs))
     opts = {k: v for k, v in kwargs.items() if k in ValuesOptions.model_fields and v not in (None, ())}
     if "model_source_kind" not in opts:
-        src = kwargs.get("model_source") or ""
-        opts["model_source_kind"] = "s3" if src.startswith("s3://") else ("pvc" if src.startswith("/") else "huggingface")
+        opts["model_source_kind"] = model_source_kind(kwargs.get("model_source"))
     if opts.get("hf_token_secret") == "":
         opts["hf_token_secret"] = None
     options = ValuesOptions(**opts)

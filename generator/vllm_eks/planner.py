@@ -9,7 +9,7 @@ from .hardware import node_plan
 from .latency import default_slos
 from .plan import Plan
 from .pools import plan_cost, plan_pools
-from .request import PlanRequest
+from .request import PlanRequest, model_source_kind
 from .sizing import size_pod
 
 
@@ -27,7 +27,7 @@ def make_plan(req: PlanRequest) -> Plan:
     topology = req.topology if req.topology != "auto" else ("multi-node" if pp > 1 else "single-node")
     source = dec.model_source
     pod = size_pod(dec.hw, tp, tp, pp > 1 or topology == "disaggregated", b.weights_total, pp,
-                   downloads_weights=not (req.model_source or "").startswith(("s3://", "/")),
+                   downloads_weights=model_source_kind(req.model_source) == "huggingface",
                    load_bandwidth=int(req.load_bandwidth_mib_s * 1024**2) if req.load_bandwidth_mib_s else None)
     serve = serve_autoscaling(req, layout, seqs) if topology == "ray-serve" else None
     prefill, decode = phases(req, layout, engine) if topology == "disaggregated" else (None, None)

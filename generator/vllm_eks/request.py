@@ -46,3 +46,16 @@ class PlanRequest(BaseModel):
     load_bandwidth_mib_s: float | None = None
     served_model_name: str | None = None
     model_source: str | None = Field(default=None, description="Override of what vLLM loads (s3://..., /models/...)")
+
+
+ModelSourceKind = Literal["huggingface", "s3", "pvc"]
+
+
+def model_source_kind(model_source: str | None) -> ModelSourceKind:
+    """Where the weights come from, by the form of --model-source: an s3:// URI is streamed
+    from S3, an absolute path is a mounted volume, anything else is a Hugging Face repo id
+    downloaded into the pod."""
+    source = model_source or ""
+    if source.startswith("s3://"):
+        return "s3"
+    return "pvc" if source.startswith("/") else "huggingface"

@@ -16,7 +16,7 @@ from ..errors import InvalidOptionError
 from ..hardware import instance_catalog
 from ..plan import Plan
 from .base import Quantity, ValuesModel
-from .options import ValuesOptions
+from .options import ValuesOptions, efa_zone
 
 from ..units import GIB
 
@@ -254,10 +254,7 @@ def build_values(plan: Plan, options: ValuesOptions) -> GpuInfraValues:
     catalog = instance_catalog()
     hw = catalog.get(plan.instance)
     efa = plan.pod.efa_devices_per_pod > 0
-    if efa and not options.zone:
-        raise InvalidOptionError(
-            f"--zone is required: the plan uses EFA ({plan.pod.efa_devices_per_pod} interfaces per pod) and an "
-            "EFA pool must stay in one availability zone (EFA traffic does not cross zones)")
+    zone = efa_zone(plan.pod.efa_devices_per_pod, options)
     capacity_types = list(dict.fromkeys(options.capacity_types))
     if options.capacity_reservation_ids and "reserved" not in capacity_types:
         capacity_types.append("reserved")
@@ -265,7 +262,7 @@ def build_values(plan: Plan, options: ValuesOptions) -> GpuInfraValues:
         name=contract.pool_name(plan.instance),
         instance_types=[plan.instance],
         capacity_types=capacity_types,
-        zones=[options.zone] if options.zone else [],
+        zones=[zone] if zone else [],
         efa=efa,
         gpu_limit=gpu_limit(plan),
         instance_store_policy="RAID0" if hw is not None and hw.local_nvme_gb > 0 else None,

