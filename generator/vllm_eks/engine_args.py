@@ -30,9 +30,6 @@ def engine_args(*, tp: int, pp: int, dtype: str, quantization: str | None, kv_ca
         args += ["--quantization", quantization]
     if kv_cache_dtype != "auto":
         args += ["--kv-cache-dtype", kv_cache_dtype]
-    if pp > 1:
-        # multi-node groups run the workers of other machines through Ray
-        args += ["--distributed-executor-backend", "ray"]
     if s3:
         args += ["--load-format", "runai_streamer"]
     if not async_scheduling:
