@@ -98,11 +98,15 @@ class Substituted:
 
 
 def cpu_substitutions(args: list[str] | tuple[str, ...], *, tiny_model: str, port: int,
-                      kv_cache_gib: int = SCENARIO_KV_GIB) -> Substituted:
+                      kv_cache_gib: int = SCENARIO_KV_GIB, keep_pipeline: bool = False,
+                      master_port: int | None = None) -> Substituted:
     """The rendered `vllm serve` arguments, changed only where a CPU machine requires it:
     model -> local tiny stand-in; TP/PP/DP -> 1; the KV budget -> VLLM_CPU_KVCACHE_SPACE;
     --port -> a free loopback port with --host 127.0.0.1; a block size the CPU kernel cannot
-    page (not a multiple of 32) -> 128; GPU/cluster-only flags dropped."""
+    page (not a multiple of 32) -> 128; GPU/cluster-only flags dropped.
+    Multi-node groups (keep_pipeline): the pipeline parallel size stays as rendered (one stage
+    per process, as one per pod), TP -> 1 (one CPU worker per process), and --master-port ->
+    `master_port` (a free loopback port: several runs share this machine)."""
     model, groups = _split(list(args))
     changes: list[str] = []
     out: list[str] = [tiny_model]
@@ -113,7 +117,12 @@ def cpu_substitutions(args: list[str] | tuple[str, ...], *, tiny_model: str, por
         if name == "--model":
             changes.append(f"--model {group[1:] or group[0]} -> {tiny_model} (positional)")
             continue
-        if name in _SET_TO_ONE:
+        if keep_pipeline and name in ("--pipeline-parallel-size", "-pp"):
+            out += group
+        elif name == "--master-port" and master_port is not None:
+            changes.append(f"--master-port {group[-1]} -> {master_port}")
+            out += ["--master-port", str(master_port)]
+        elif name in _SET_TO_ONE:
             value = group[0].split("=", 1)[1] if "=" in group[0] else group[1]
             if value != "1":
                 changes.append(f"{name} {value} -> 1")

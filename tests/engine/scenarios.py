@@ -124,8 +124,23 @@ def _shell_tokens(script: str) -> list[str]:
     return tokens
 
 
-def container_serve_args(container: dict[str, Any]) -> list[str] | None:
-    env = {e["name"]: str(e["value"]) for e in container.get("env") or [] if "value" in e}
+def lws_env(lws: dict[str, Any], worker_index: int) -> dict[str, str]:
+    """The variables the LeaderWorkerSet controller puts on every container of a group
+    (kubernetes-sigs/lws pkg/utils/pod: LWS_LEADER_ADDRESS = <lws>-<group>.<lws>.<namespace>,
+    the leader's hostname on the group's headless Service; LWS_GROUP_SIZE; LWS_WORKER_INDEX,
+    0 on the leader), for group 0."""
+    name = lws["metadata"]["name"]
+    namespace = lws["metadata"].get("namespace", NAMESPACE)
+    return {"LWS_LEADER_ADDRESS": f"{name}-0.{name}.{namespace}",
+            "LWS_GROUP_SIZE": str(lws["spec"]["leaderWorkerTemplate"]["size"]),
+            "LWS_WORKER_INDEX": str(worker_index)}
+
+
+def container_serve_args(container: dict[str, Any], extra_env: dict[str, str] | None = None) -> list[str] | None:
+    """`vllm serve` arguments of a container; `extra_env` holds variables a controller injects
+    at admission (LWS_*), which the kubelet expands in $(VAR) like the literal env."""
+    env = dict(extra_env or {})
+    env.update({e["name"]: str(e["value"]) for e in container.get("env") or [] if "value" in e})
     argv = [_expand(str(a), env) for a in (container.get("command") or []) + (container.get("args") or [])]
     direct = _serve_args_from_tokens(argv)
     if direct is not None:
@@ -150,8 +165,9 @@ def _looks_like_vllm(container: dict[str, Any]) -> bool:
 
 
 def _is_ray_worker(container: dict[str, Any]) -> bool:
+    """A Ray node container: `ray start`, written out or KubeRay's generated command."""
     text = " ".join(str(a) for a in (container.get("command") or []) + (container.get("args") or []))
-    return "ray start" in text and "vllm serve" not in text
+    return ("ray start" in text or "KUBERAY_GEN_RAY_START_CMD" in text) and "vllm serve" not in text
 
 
 def _role(obj: dict[str, Any], path: str) -> str:
@@ -220,9 +236,12 @@ def serve_invocations(scenario: str, objects: list[dict[str, Any]]) -> list[Serv
         if obj.get("kind") == "RayService":
             found += _ray_serve_invocations(scenario, obj)
         for path, spec in _pod_specs(obj.get("spec", {}), "spec"):
+            injected = None
+            if obj.get("kind") == "LeaderWorkerSet":
+                injected = lws_env(obj, 0 if "leaderTemplate" in path else 1)
             for container in spec["containers"]:
                 where = f"{obj.get('kind')}/{obj.get('metadata', {}).get('name')} {path} container {container.get('name')}"
-                args = container_serve_args(container)
+                args = container_serve_args(container, injected)
                 if args is not None:
                     found.append(ServeInvocation(scenario, where, _role(obj, path), tuple(args), spec, obj))
                 elif _looks_like_vllm(container) and not _is_ray_worker(container) \

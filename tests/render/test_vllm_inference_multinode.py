@@ -20,7 +20,7 @@ from tests.harness.args import contains_run, value_of
 from vllm_eks.engine_settings import serve_flags
 from vllm_eks.chart_values.options import ValuesOptions
 from vllm_eks.units import parse_quantity
-from vllm_eks.chart_values.vllm_inference import NCCL_SOCKET_IFNAME, build_values
+from vllm_eks.chart_values.vllm_inference import NCCL_SOCKET_IFNAME, VLLM_IMAGE_TAG, build_values
 
 pytestmark = pytest.mark.render
 
@@ -50,7 +50,8 @@ def env_of(container: dict[str, Any]) -> dict[str, Any]:
 def assert_multinode_matches_plan(objects: list[dict[str, Any]], plan: Plan,
                                   gpu_infra: dict[str, Any] | None = None) -> None:
     """The rendered LeaderWorkerSet is the Plan: group size x GPUs per pod = TP x PP, EFA per pod
-    = the instance's maximum, leader args carry TP, PP and the Ray executor, only leaders behind
+    = the instance's maximum, leader and worker args carry TP, PP and vLLM's multi-node launcher
+    (leader rank 0 serving, workers headless), an image declaring efa, only leaders behind
     the Service, the whole group in one zone (the zone of the gpu-infra pool when given)."""
     assert plan.topology == "multi-node"
     lws = lws_of(objects)
@@ -74,24 +75,36 @@ def assert_multinode_matches_plan(objects: list[dict[str, Any]], plan: Plan,
     assert plan.pod.efa_devices_per_pod == efa_max
     for c in (lc, wc):
         assert c["resources"]["limits"].get(contract.EFA_RESOURCE, 0) == efa_max
+        assert c["image"] == f"registry.invalid/vllm-eks/vllm-efa:{VLLM_IMAGE_TAG}", "images/vllm-efa build"
 
-    # leader args: the model, TP, PP, the Ray executor and every other Plan argument
-    args = lc["args"]
-    assert args[0] == plan.model_source
-    assert value_of(args, "--tensor-parallel-size") == str(plan.layout.tensor_parallel_size)
-    assert value_of(args, "--pipeline-parallel-size") == str(plan.layout.pipeline_parallel_size)
-    assert value_of(args, "--distributed-executor-backend") == "ray"
-    assert contains_run(args, serve_flags(plan.engine.settings))
-    script = lc["command"][2]
-    group_gpus = plan.layout.nodes_per_replica * plan.layout.gpus_per_pod
-    assert "ray start --head --port=6379" in script
-    assert f'>= {group_gpus} else 1' in script, "the leader waits for the whole group's GPUs"
-    assert script.rstrip().endswith('"$@"') and "exec 'vllm' 'serve'" in script
-    assert 'ray start --address="$LWS_LEADER_ADDRESS:6379"' in wc["command"][2]
+    # leader and worker args: the model, TP, PP and every other Plan argument, then vLLM's own
+    # multi-node launcher from LWS's environment (no Ray anywhere)
+    for c in (lc, wc):
+        args = c["args"]
+        assert args[0] == plan.model_source
+        assert value_of(args, "--tensor-parallel-size") == str(plan.layout.tensor_parallel_size)
+        assert value_of(args, "--pipeline-parallel-size") == str(plan.layout.pipeline_parallel_size)
+        assert "--distributed-executor-backend" not in args
+        assert contains_run(args, serve_flags(plan.engine.settings))
+        assert value_of(args, "--nnodes") == "$(LWS_GROUP_SIZE)"
+        assert value_of(args, "--master-addr") == "$(LWS_LEADER_ADDRESS)"
+        assert value_of(args, "--master-port") == "29501"
+        script = c["command"][2]
+        assert script.startswith(f"sh /opt/vllm-eks/scripts/multi-node.sh{' efa' if plan.pod.efa_devices_per_pod else ''}\n")
+        assert script.rstrip().endswith('"$@"') and "exec 'vllm' 'serve'" in script
+        assert "ray" not in " ".join(c["command"] + [str(a) for a in c["args"]]).split()
+    assert value_of(lc["args"], "--node-rank") == "0" and "--headless" not in lc["args"]
+    assert value_of(wc["args"], "--node-rank") == "$(LWS_WORKER_INDEX)" and wc["args"][-1] == "--headless"
 
-    # probes on the leader only
-    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+    # probes on the leader only; its liveness asks the engine for a token (a lost worker leaves
+    # /health at 200 until a request fails)
+    for probe in ("startupProbe", "readinessProbe"):
         assert lc[probe]["httpGet"] == {"path": contract.HEALTH_PATH, "port": contract.SERVING_PORT_NAME}
+    live = lc["livenessProbe"]["exec"]["command"]
+    assert live[:2] == ["python3", "/opt/vllm-eks/scripts/engine_alive.py"]
+    assert live[live.index("--model") + 1] == plan.served_model_name
+    assert int(live[live.index("--timeout") + 1]) < lc["livenessProbe"]["timeoutSeconds"]
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert probe not in wc
     start = lc["startupProbe"]
     assert plan.pod.startup_probe_seconds <= start["failureThreshold"] * start["periodSeconds"]
@@ -185,7 +198,8 @@ def test_ci_leader_worker_contract() -> None:
     assert lws["spec"]["rolloutStrategy"] == {"type": "RollingUpdate", "rollingUpdateConfiguration": {
         "maxSurge": 0, "maxUnavailable": 1}}
     assert lc["image"] == wc["image"] == "111122223333.dkr.ecr.us-east-1.amazonaws.com/vllm-openai-efa:v0.32.0-efa1.38.0"
-    assert {p["name"] for p in lc["ports"]} == {"http", "ray-gcs"} and "ports" not in wc
+    assert {p["name"]: p["containerPort"] for p in lc["ports"]} == {"http": 8000, "vllm-master": 29501}
+    assert "ports" not in wc
     assert env_of(lc)["NCCL_DEBUG"] == "INFO"
     assert env_of(lc)["FI_EFA_USE_HUGE_PAGE"] == "0", "no hugepages requested: libfabric must not use them"
     for c in (lc, wc):
@@ -230,7 +244,7 @@ def test_diagnostics_tests_exec_into_every_group_pod() -> None:
     lws = lws_of(objects)
     name = lws["metadata"]["name"]
     expected_pods = {f"{name}-0", f"{name}-0-1", f"{name}-1", f"{name}-1-1"}
-    (cm,) = [o for o in objects if o["kind"] == "ConfigMap"]
+    (cm,) = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("-diagnostics")]
     for script in ("gpu_topology.py", "allreduce.py"):
         assert cm["data"][script] == (CHART / "files" / "diagnostics" / script).read_text()
     leader, worker = templates(lws)

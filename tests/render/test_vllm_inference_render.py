@@ -210,7 +210,10 @@ def test_gpus_scheduling_and_args(values_file: Path) -> None:
     v = values_of(values_file)
     pod = one(objects, "Deployment")["spec"]["template"]["spec"]
     c = server(objects)
-    assert c["command"] == ["vllm", "serve"]
+    # the image contract first, then exec `vllm serve` with the args ("$@")
+    assert c["command"][:2] == ["/bin/sh", "-ec"] and c["command"][3] == "vllm-server"
+    assert c["command"][2] == ("sh /opt/vllm-eks/scripts/single-node.sh\n"
+                               "exec 'vllm' 'serve' \"$@\"\n")
     args = c["args"]
     tp = v["engine"]["tensorParallelSize"]
     assert c["resources"]["limits"][contract.GPU_RESOURCE] == v["gpu"]["count"] == tp
@@ -318,7 +321,7 @@ def test_pvc_source() -> None:
     mount = next(m for m in server(objects)["volumeMounts"] if m["name"] == "model")
     assert mount == {"name": "model", "mountPath": "/models", "readOnly": True, "subPath": "hub"}
     assert one(objects, "Deployment")["spec"]["strategy"] == {"type": "Recreate"}
-    assert {o["kind"] for o in objects} == {"Deployment", "Service", "ServiceAccount"}
+    assert {o["kind"] for o in objects} == {"Deployment", "Service", "ServiceAccount", "ConfigMap"}
 
 
 def test_default_rollout_needs_no_spare_gpu_node() -> None:

@@ -113,7 +113,8 @@ checkov.io/skip{{ add1 $i }}: {{ $skip | quote }}
 
 {{/*
 Arguments after the container command: the model, then the arguments the chart owns, then the
-Plan's engine arguments, then the user's extra ones.
+Plan's engine arguments, then the user's extra ones. multi-node: the LeaderWorkerSet template
+appends vLLM's multi-node launcher flags per role (vllm-inference.launcherArgs).
 */}}
 {{- define "vllm-inference.args" -}}
 - {{ .Values.model.name | quote }}
@@ -125,10 +126,6 @@ Plan's engine arguments, then the user's extra ones.
 - {{ .Values.engine.tensorParallelSize | int | quote }}
 - --pipeline-parallel-size
 - {{ .Values.engine.pipelineParallelSize | int | quote }}
-{{- if eq .Values.topology "multi-node" }}
-- --distributed-executor-backend
-- ray
-{{- end }}
 - --shutdown-timeout
 - {{ .Values.drain.shutdownTimeoutSeconds | int | quote }}
 {{- if eq .Values.model.source "s3" }}
@@ -229,3 +226,81 @@ starts from .Values.replicas, the Plan's minimum.
 {{- $v.replicas | int -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+vLLM's own multi-node launcher flags of a LeaderWorkerSet pod (vLLM 0.32 EngineArgs: --nnodes,
+--node-rank, --master-addr, --master-port; `vllm serve --headless` off the leader). The values
+come from the environment the LWS controller gives every container (LWS_GROUP_SIZE,
+LWS_LEADER_ADDRESS, LWS_WORKER_INDEX), expanded by the kubelet ($(VAR) in args).
+Call with (dict "root" $ "leader" true|false).
+*/}}
+{{- define "vllm-inference.launcherArgs" -}}
+- --nnodes
+- $(LWS_GROUP_SIZE)
+- --node-rank
+{{- if .leader }}
+- "0"
+{{- else }}
+- $(LWS_WORKER_INDEX)
+{{- end }}
+- --master-addr
+- $(LWS_LEADER_ADDRESS)
+- --master-port
+- {{ .root.Values.multiNode.masterPort | int | quote }}
+{{- if not .leader }}
+- --headless
+{{- end }}
+{{- end }}
+
+{{/* Where the chart's scripts (files/contracts, files/probes) are mounted in server pods. */}}
+{{- define "vllm-inference.scriptsPath" -}}
+/opt/vllm-eks/scripts
+{{- end }}
+
+{{/*
+Capabilities the server pods need from their image beyond the topology's own (files/contracts):
+"efa" when the pods have EFA interfaces, "nixl-libfabric" when a disaggregated pool selects NIXL's
+LIBFABRIC backend. Returns a JSON list.
+*/}}
+{{- define "vllm-inference.requiredCapabilities" -}}
+{{- $v := .Values }}
+{{- $caps := list }}
+{{- if gt (int $v.efa.devices) 0 }}
+{{- $caps = append $caps "efa" }}
+{{- end }}
+{{- if eq (toString $v.topology) "disaggregated" }}
+{{- range $role := list "prefill" "decode" }}
+{{- $kv := get (index $v.disaggregated $role).engineKwargs "kv_transfer_config" }}
+{{- if and (kindIs "map" $kv) (has "LIBFABRIC" (dig "kv_connector_extra_config" "backends" (list) $kv)) }}
+{{- if not (has "nixl-libfabric" $caps) }}
+{{- $caps = append $caps "nixl-libfabric" }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- toJson $caps }}
+{{- end }}
+
+{{/*
+The image contract command line of the topology (files/contracts/<topology>.sh plus the
+capabilities above), run first thing in every server container; it prints one line naming what
+the image lacks and exits 78, or returns.
+*/}}
+{{- define "vllm-inference.contractCheck" -}}
+{{- $caps := include "vllm-inference.requiredCapabilities" . | fromJsonArray }}
+{{- printf "sh %s/%s.sh" (include "vllm-inference.scriptsPath" .) .Values.topology }}
+{{- range $caps }} {{ . }}{{ end }}
+{{- end }}
+
+{{/*
+Container command of a `vllm serve` container: the image contract check, then exec of
+engine.command with the container's args ("$@"), so vLLM is the container's main process.
+*/}}
+{{- define "vllm-inference.serveCommand" -}}
+- /bin/sh
+- -ec
+- |
+  {{ include "vllm-inference.contractCheck" . }}
+  exec {{ range .Values.engine.command }}{{ . | squote }} {{ end }}"$@"
+- vllm-server
+{{- end }}

@@ -154,6 +154,9 @@ from its Secret, the NCCL/libfabric settings of multi-node and EFA pods, then ex
   value: {{ $cache }}/config
 - name: TMPDIR
   value: /tmp
+# Named by the image contract check (files/contracts) when the image lacks something.
+- name: VLLM_EKS_IMAGE
+  value: {{ ternary (include "vllm-inference.rayImage" .) (include "vllm-inference.image" .) (has $v.topology (list "ray-serve" "disaggregated")) | quote }}
 {{- if include "vllm-inference.useToken" . }}
 {{- if eq $hfToken.mountAs "file" }}
 # huggingface_hub reads the token file named by HF_TOKEN_PATH
@@ -258,6 +261,9 @@ limits:
   subPath: {{ . }}
   {{- end }}
 {{- end }}
+- name: scripts
+  mountPath: {{ include "vllm-inference.scriptsPath" . }}
+  readOnly: true
 {{- if eq $v.topology "multi-node" }}
 - name: diagnostics
   mountPath: {{ include "vllm-inference.diagnosticsPath" . }}
@@ -300,6 +306,10 @@ limits:
     claimName: {{ $v.model.pvc.claimName }}
     readOnly: {{ $v.model.pvc.readOnly }}
 {{- end }}
+- name: scripts
+  configMap:
+    name: {{ include "vllm-inference.fullname" . }}-scripts
+    defaultMode: 0444
 {{- if eq $v.topology "multi-node" }}
 - name: diagnostics
   configMap:
@@ -333,6 +343,25 @@ readinessProbe:
   periodSeconds: {{ $p.readiness.periodSeconds | int }}
   failureThreshold: {{ $p.readiness.failureThreshold | int }}
   timeoutSeconds: {{ $p.readiness.timeoutSeconds | int }}
+{{- if eq .Values.topology "multi-node" }}
+{{- /* /health stays 200 after a worker is lost until a request fails: ask the engine for one
+       token instead (files/probes/engine_alive.py; docs/topologies.md, "Failure handling"). */}}
+{{- $l := .Values.multiNode.livenessProbe }}
+livenessProbe:
+  exec:
+    command:
+      - python3
+      - {{ include "vllm-inference.scriptsPath" . }}/engine_alive.py
+      - --port
+      - {{ include "vllm-inference.containerPort" . | quote }}
+      - --model
+      - {{ include "vllm-inference.servedModelName" . | quote }}
+      - --timeout
+      - {{ sub (int $l.timeoutSeconds) 1 | max 1 | quote }}
+  periodSeconds: {{ $l.periodSeconds | int }}
+  failureThreshold: {{ $l.failureThreshold | int }}
+  timeoutSeconds: {{ $l.timeoutSeconds | int }}
+{{- else }}
 livenessProbe:
   httpGet:
     path: /health
@@ -340,6 +369,7 @@ livenessProbe:
   periodSeconds: {{ $p.liveness.periodSeconds | int }}
   failureThreshold: {{ $p.liveness.failureThreshold | int }}
   timeoutSeconds: {{ $p.liveness.timeoutSeconds | int }}
+{{- end }}
 {{- end }}
 
 {{/* preStop sleep, so endpoints stop routing before SIGTERM starts vLLM's own drain. */}}

@@ -31,6 +31,21 @@ when a user skips schema validation (helm --skip-schema-validation).
 {{- $errors = append $errors (printf "scheduling.zone: required with efa.devices %d (EFA does not cross availability zones)" (int $v.efa.devices)) }}
 {{- end }}
 
+{{- /* The image must declare what EFA and NIXL's LIBFABRIC backend need (files/contracts checks
+       the same at container start). */}}
+{{- $imageKey := ternary "ray.image" "image" $ray }}
+{{- $declared := ternary $v.ray.image.provides $v.image.provides $ray | default (list) }}
+{{- $shown := ternary (include "vllm-inference.rayImage" .) (include "vllm-inference.image" .) $ray }}
+{{- range $cap := include "vllm-inference.requiredCapabilities" . | fromJsonArray }}
+{{- if not (has $cap $declared) }}
+{{- if eq $cap "efa" }}
+{{- $errors = append $errors (printf "%s.provides: efa.devices is %d, but %s does not declare efa (libfabric with the efa provider and aws-ofi-nccl; without them NCCL falls back to TCP). %s" $imageKey (int $v.efa.devices) $shown (ternary "Use the AWS Ray LLM DLC (ray.image.repository public.ecr.aws/deep-learning-containers/ray, tag serve-llm-cuda-v1.0.0, provides [efa, nixl-libfabric]) or set efa.devices 0" "Build images/vllm-efa, set image.repository/image.tag to it and image.provides [efa], or set efa.devices 0" $ray)) }}
+{{- else }}
+{{- $errors = append $errors (printf "%s.provides: a kv_transfer_config selects NIXL's LIBFABRIC backend, but %s does not declare nixl-libfabric (NIXL's LIBFABRIC plugin and libfabric; rayproject/ray-llm has neither). Use the AWS Ray LLM DLC (ray.image.repository public.ecr.aws/deep-learning-containers/ray, tag serve-llm-cuda-v1.0.0, provides [efa, nixl-libfabric]) or the UCX backend (kv_connector_extra_config.backends [UCX]: KV transfer at TCP speed)" $imageKey $shown) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{- if $ray }}
 {{- range $key := list "args" "extraArgs" }}
 {{- if index $v.engine $key }}
@@ -204,7 +219,11 @@ them, and Ray Serve engineKwargs must not carry their keyword form.
 --shutdown-timeout: drain.shutdownTimeoutSeconds
 --hf-token: model.huggingface.tokenSecret
 {{- if eq (toString .Values.topology) "multi-node" }}
---distributed-executor-backend: topology multi-node (ray)
+--distributed-executor-backend: topology multi-node (vLLM's own multi-node launcher, no Ray)
+{{- range $f := list "--nnodes" "-n" "--node-rank" "-r" "--master-addr" "--headless" }}
+{{ $f }}: topology multi-node (LWS_GROUP_SIZE, LWS_WORKER_INDEX, LWS_LEADER_ADDRESS)
+{{- end }}
+--master-port: multiNode.masterPort
 {{- end }}
 {{- if eq (toString .Values.model.source) "s3" }}
 --load-format: model.source s3 (runai_streamer)

@@ -32,6 +32,20 @@ TEST_IMAGE_TAG = "8.11.1"
 RAY_VERSION = "2.58.0"
 RAY_IMAGE_REPOSITORY = "rayproject/ray-llm"
 RAY_IMAGE_TAG = "2.58.0-py312-cu130"
+# What an image offers beyond its topology's base contract (charts/vllm-inference/files/contracts):
+# efa = libfabric with the efa provider and aws-ofi-nccl; nixl-libfabric = NIXL's LIBFABRIC
+# plugin and libfabric. The chart refuses EFA / LIBFABRIC with an image that does not declare them.
+Capability = Literal["efa", "nixl-libfabric"]
+# Multi-node with EFA: vllm/vllm-openai at the pinned tag with the EFA installer (libfabric, efa
+# provider, aws-ofi-nccl) layered on, built from images/vllm-efa/Dockerfile and pushed by the user.
+# The registry host is a placeholder under the reserved .invalid domain (RFC 6761), so nothing is
+# ever pulled from a name someone else could register; set image.repository to your registry.
+VLLM_EFA_IMAGE_REPOSITORY = "registry.invalid/vllm-eks/vllm-efa"
+# Disaggregated (NIXL LIBFABRIC over EFA): the AWS Ray LLM Deep Learning Container (Ray 2.58.0,
+# its own vLLM, NIXL, the EFA stack with aws-ofi-nccl), as in the prefill/decode guide the
+# disaggregated scenario follows. aws/deep-learning-containers docs/ray-llm (cited, not pulled).
+RAY_DLC_IMAGE_REPOSITORY = "public.ecr.aws/deep-learning-containers/ray"
+RAY_DLC_IMAGE_TAG = "serve-llm-cuda-v1.0.0"
 # kubectl of the multi-node diagnostics (helm test): it runs the checks inside the group's pods.
 KUBECTL_IMAGE_REPOSITORY = "registry.k8s.io/kubectl"
 KUBECTL_IMAGE_TAG = "v1.35.6"
@@ -46,6 +60,12 @@ ALLREDUCE_MIN_FRACTION = 0.25
 STARTUP_PERIOD_SECONDS = 10
 READINESS = (5, 3, 3)  # periodSeconds, failureThreshold, timeoutSeconds
 LIVENESS = (10, 3, 5)
+# multi-node leader: one-token completion every 15 s, 30 s to answer (it queues behind running
+# sequences), restart after 2 failures in a row.
+ENGINE_LIVENESS = (15, 2, 30)
+# --master-port of vLLM's multi-node launcher: vLLM's own default (ParallelConfig.master_port;
+# 29500 is its data-parallel master port).
+MASTER_PORT = 29501
 
 # Characters a Secret data key may contain (Kubernetes: [-._a-zA-Z0-9]+).
 SECRET_KEY = r"^[-._a-zA-Z0-9]+$"
@@ -63,6 +83,16 @@ class Image(ValuesModel):
         "Image digest (sha256:...). When set the image is pulled by digest and the tag is ignored"))
     pull_policy: Literal["IfNotPresent", "Always", "Never"] = Field(
         "IfNotPresent", description="imagePullPolicy of the container")
+
+
+class ServerImage(Image):
+    repository: str = Field(VLLM_IMAGE_REPOSITORY, min_length=1, description=(
+        "Image repository. The upstream vllm/vllm-openai image has no EFA stack: for EFA build "
+        "images/vllm-efa and declare efa in image.provides"))
+    provides: list[Capability] = Field(default_factory=list, description=(
+        "Capabilities the image has beyond vLLM itself: efa (libfabric with the efa provider "
+        "and aws-ofi-nccl). The chart refuses efa.devices > 0 unless efa is listed; the "
+        "container checks it at start (files/contracts)"))
 
 
 class TestImage(Image):
@@ -323,6 +353,16 @@ class MultiNode(ValuesModel):
     group_size: int = Field(2, ge=2, description=(
         "Pods per LeaderWorkerSet group (leaderWorkerTemplate.size): one per pipeline stage, so "
         "it equals engine.pipelineParallelSize; replicas counts groups"))
+    master_port: int = Field(MASTER_PORT, ge=1024, le=65535, description=(
+        "--master-port of vLLM's multi-node launcher: the leader listens on it, the workers "
+        "connect to LWS_LEADER_ADDRESS on it"))
+    liveness_probe: Probe = Field(
+        default_factory=lambda: Probe(period_seconds=ENGINE_LIVENESS[0], failure_threshold=ENGINE_LIVENESS[1],
+                                      timeout_seconds=ENGINE_LIVENESS[2]),
+        description=(
+            "The leader's liveness probe: an exec check asking the engine for one token "
+            "(files/probes/engine_alive.py), because /health stays 200 after a worker is lost "
+            "until a request fails. timeoutSeconds bounds the request"))
     exclusive_topology: str = Field("", pattern=r"^([a-z0-9A-Z][-a-z0-9A-Z_./]*)?$", description=(
         "leaderworkerset.sigs.k8s.io/exclusive-topology annotation: a node label key whose domain "
         "holds exactly one group (1:1 exclusive placement). Empty: not set. Do not use the zone "
@@ -366,8 +406,13 @@ class Diagnostics(ValuesModel):
 
 class RayImage(Image):
     repository: str = Field(RAY_IMAGE_REPOSITORY, min_length=1, description=(
-        "Ray Serve LLM image of the head and worker pods (bundles Ray, vLLM and NIXL)"))
+        "Ray Serve LLM image of the head and worker pods (bundles Ray and vLLM). rayproject/ray-llm "
+        "has no EFA stack or libfabric; the AWS Ray LLM DLC has both"))
     tag: str = Field(RAY_IMAGE_TAG, min_length=1, description="Image tag; keep it at ray.version")
+    provides: list[Capability] = Field(default_factory=list, description=(
+        "Capabilities the image has beyond Ray and vLLM: efa (libfabric with the efa provider and "
+        "aws-ofi-nccl), nixl-libfabric (NIXL's LIBFABRIC plugin and libfabric). The chart refuses "
+        "EFA interfaces or a LIBFABRIC kv_transfer_config unless they are listed"))
 
 
 class RayHead(ValuesModel):
@@ -433,8 +478,8 @@ class VllmInferenceValues(ValuesModel):
     topology: Topology = Field("single-node", description=(
         "How a model copy is laid out. single-node: a Deployment, tensor parallel across one "
         "node's GPUs. multi-node: a LeaderWorkerSet, TP within each pod, pipeline stages across "
-        "the pods of a group, Ray head on the leader. ray-serve: a KubeRay RayService running "
-        "a Ray Serve LLM app. disaggregated: a RayService with prefill and decode pools joined "
+        "the pods of a group, vLLM's own multi-node launcher (leader serves, workers headless). "
+        "ray-serve: a KubeRay RayService running a Ray Serve LLM app. disaggregated: a RayService with prefill and decode pools joined "
         "by NIXL KV transfer"))
     replicas: int = Field(1, ge=0, description=(
         "Model copies: pods (single-node) or LeaderWorkerSet groups (multi-node); ray-serve and "
@@ -443,7 +488,7 @@ class VllmInferenceValues(ValuesModel):
         "An autoscaler owns the replica count (the observability chart's KEDA ScaledObject): a "
         "helm upgrade keeps the replica count of the live object instead of resetting it to "
         "`replicas` (Helm lookup); a first install starts from `replicas`"))
-    image: Image = Field(default_factory=Image, description="vLLM server image")
+    image: ServerImage = Field(default_factory=ServerImage, description="vLLM server image")
     image_pull_secrets: list[LocalObjectReference] = Field(default_factory=list, description="imagePullSecrets")
     model: Model = Field(default_factory=Model, description="What to serve and where it comes from")
     engine: Engine = Field(default_factory=Engine, description="How vLLM is started")
@@ -549,6 +594,15 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
                               zone=efa_zone(plan.pod.efa_devices_per_pod, options)),
         service_account=ServiceAccount(annotations=annotations),
     )
+    if plan.pod.efa_devices_per_pod > 0 and plan.topology in ("single-node", "multi-node"):
+        # NCCL reaches EFA only through aws-ofi-nccl, which the upstream image lacks.
+        values.image = ServerImage(repository=VLLM_EFA_IMAGE_REPOSITORY, tag=VLLM_IMAGE_TAG, provides=["efa"])
+    _add_topology_values(values, plan)
+    return values
+
+
+def _add_topology_values(values: VllmInferenceValues, plan: Plan) -> None:
+    """The sections only one topology uses: the LeaderWorkerSet group, Ray Serve, the phases."""
     if plan.topology == "multi-node":
         values.multi_node = MultiNode(group_size=plan.layout.nodes_per_replica)
         values.diagnostics = Diagnostics(
@@ -573,4 +627,7 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
         pools = {phase.role: DisaggregatedPhase(replicas=phase.replicas, engine_kwargs=dict(phase.settings))
                  for phase in (plan.prefill, plan.decode)}
         values.disaggregated = Disaggregated(**pools)
-    return values
+        # NIXL's LIBFABRIC backend over EFA needs libfabric with the efa provider in the image:
+        # the AWS Ray LLM DLC ships it, rayproject/ray-llm does not.
+        values.ray = Ray(image=RayImage(repository=RAY_DLC_IMAGE_REPOSITORY, tag=RAY_DLC_IMAGE_TAG,
+                                        provides=["efa", "nixl-libfabric"]))
