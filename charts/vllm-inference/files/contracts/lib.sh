@@ -100,3 +100,47 @@ PY
 contract_ok() {
     echo "image contract ($CONTRACT_TOPOLOGY): ok" >&2
 }
+
+# Where the missing pieces come from, named in the messages.
+VLLM_IMAGES="the vllm/vllm-openai images provide it (image.repository, image.tag)"
+VLLM_EFA_IMAGES="images/vllm-efa (EFA installer and aws-ofi-nccl on vllm/vllm-openai) provides it: set image.repository/image.tag to your build of it"
+RAY_IMAGES="the Ray LLM images provide it (ray.image: rayproject/ray-llm, or the AWS Ray LLM DLC public.ecr.aws/deep-learning-containers/ray:serve-llm-cuda-v1.0.0)"
+RAY_DLC="the AWS Ray LLM DLC (public.ecr.aws/deep-learning-containers/ray:serve-llm-cuda-v1.0.0) provides it: set ray.image"
+
+# require_optional HINT "VALID..." CHECK...: the checks a pod asks for beyond its topology's
+# base, among VALID (efa: libfabric with its efa provider and aws-ofi-nccl; nixl-libfabric:
+# NIXL's libfabric plugin and libfabric), each naming HINT as where to get what is missing.
+require_optional() {
+    _hint="$1"; _valid="$2"; shift 2
+    for _want in "$@"; do
+        case " $_valid " in
+            *" $_want "*) ;;
+            *) _list=""
+               for _v in $_valid; do _list="${_list:+$_list, }$_v"; done
+               contract_fail "a check named '$_want' (valid: $_list)" "fix the chart's contract arguments" ;;
+        esac
+        case "$_want" in
+            efa) require_libfabric "$_hint"; require_efa_provider "$_hint"; require_aws_ofi_nccl "$_hint" ;;
+            nixl-libfabric) require_nixl_libfabric_plugin "$_hint"; require_libfabric "$_hint" ;;
+        esac
+    done
+}
+
+# vllm_server_contract TOPOLOGY "VALID..." CHECK...: a pod that runs `vllm serve` itself.
+vllm_server_contract() {
+    contract_begin "$1"; _valid="$2"; shift 2
+    require_executable vllm "$VLLM_IMAGES"
+    require_python_module vllm "$VLLM_IMAGES"
+    require_optional "$VLLM_EFA_IMAGES" "$_valid" "$@"
+    contract_ok
+}
+
+# ray_llm_contract TOPOLOGY "VALID..." CHECK...: a Ray pod that runs vLLM through Ray Serve LLM.
+ray_llm_contract() {
+    contract_begin "$1"; _valid="$2"; shift 2
+    require_executable ray "$RAY_IMAGES"
+    require_python_module ray "$RAY_IMAGES"
+    require_python_module vllm "$RAY_IMAGES"
+    require_optional "$RAY_DLC" "$_valid" "$@"
+    contract_ok
+}
