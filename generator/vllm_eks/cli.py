@@ -131,7 +131,7 @@ def explain(**kwargs) -> None:
 @click.option("--ami-family", type=click.Choice(["al2023", "bottlerocket"]), default="al2023", show_default=True)
 @click.option("--zone", help="Availability zone to pin the GPU pool to (EFA groups are always single-AZ).")
 @click.option("--capacity-reservation-id", "capacity_reservation_ids", multiple=True, help="ODCR or Capacity Block id (repeatable).")
-@click.option("--placement-group", help="EC2 placement group for EFA pools.")
+@click.option("--placement-group", help="EC2 placement group for EFA pools: an id when it is pg- and 17 hex digits, otherwise a name.")
 @click.option("--prometheus-release-label", default="kube-prometheus-stack", show_default=True, help="`release` label the Prometheus operator selects monitors and rules by.")
 def values(out_dir: Path, **kwargs) -> None:
     """Write values for every chart, plan.json and a README into --out."""

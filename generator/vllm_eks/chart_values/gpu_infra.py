@@ -7,6 +7,7 @@ DCGM exporter). Field names and shapes were checked against the pinned Karpenter
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import Field
@@ -109,9 +110,15 @@ class CapacityReservationTerm(ValuesModel):
         default=None, description="Select reservations by match criteria")
 
 
+# An EC2 placement group id is `pg-` and 17 lower-case hex digits (EC2 resource ids, e.g.
+# pg-0123456789abcdef0 in the EC2 API reference for DescribePlacementGroups); anything else is a name.
+PLACEMENT_GROUP_ID = r"^pg-[0-9a-f]{17}$"
+
+
 class PlacementGroup(ValuesModel):
     name: str | None = Field(default=None, min_length=1, description="Placement group name (exclusive with id)")
-    id: str | None = Field(default=None, pattern=r"^pg-[0-9a-z]+$", description="Placement group id (exclusive with name)")
+    id: str | None = Field(default=None, pattern=PLACEMENT_GROUP_ID,
+                           description="Placement group id, `pg-` and 17 hex digits (exclusive with name)")
 
 
 class Budget(ValuesModel):
@@ -244,10 +251,11 @@ def gpu_limit(plan: Plan) -> int:
     return plan.pool.pool_gpu_limit
 
 
-def _placement_group(name: str | None) -> PlacementGroup | None:
-    if not name:
+def _placement_group(value: str | None) -> PlacementGroup | None:
+    """--placement-group: an id when it has the exact id form, else a name (`pg-llm` is a name)."""
+    if not value:
         return None
-    return PlacementGroup(id=name) if name.startswith("pg-") else PlacementGroup(name=name)
+    return PlacementGroup(id=value) if re.fullmatch(PLACEMENT_GROUP_ID, value) else PlacementGroup(name=value)
 
 
 def build_values(plan: Plan, options: ValuesOptions) -> GpuInfraValues:
