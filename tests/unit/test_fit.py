@@ -89,7 +89,7 @@ def test_pool_label_differs(tmp_path: Path) -> None:
         v["pools"][0]["name"] = "gpu-somewhere-else"
     infra, server = _pair(tmp_path, _scenario("g6e-xlarge"), infra_change=rename)
     m = _only(fit.check_objects(infra, server), "pool-label")
-    assert f"{contract.POOL_LABEL}=gpu-g6e-xlarge" in m.message and "gpu-somewhere-else" in m.message
+    assert f"{contract.POOL_LABEL}=llm-vllm-g6e-xlarge" in m.message and "gpu-somewhere-else" in m.message
 
 
 @pytest.mark.render
@@ -97,7 +97,7 @@ def test_toleration_missing(tmp_path: Path) -> None:
     infra, server = _pair(tmp_path, _scenario("g6e-xlarge"))
     _pod_spec(server)["tolerations"] = []
     m = _only(fit.check_objects(infra, server), "toleration")
-    assert "nvidia.com/gpu:NoSchedule" in m.message and m.pool == "gpu-g6e-xlarge"
+    assert "nvidia.com/gpu:NoSchedule" in m.message and m.pool == "llm-vllm-g6e-xlarge"
 
 
 @pytest.mark.render

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import jsonschema
@@ -85,7 +86,7 @@ def test_builder_takes_every_number_from_the_plan() -> None:
     assert v.drain.pre_stop_seconds == 15
     assert v.drain.shutdown_timeout_seconds == 120
     assert v.drain.termination_grace_period_seconds == 150
-    assert v.scheduling.pool == contract.pool_name("p5.48xlarge") == "gpu-p5-48xlarge"
+    assert v.scheduling.pool == contract.pool_name("p5.48xlarge", "vllm", "llm") == "llm-vllm-p5-48xlarge"
     assert v.scheduling.instance_type == "p5.48xlarge"
     assert v.model.huggingface.token_secret.name == "hf-token"
 
@@ -286,3 +287,14 @@ def test_cpu_quantity(m: int, text: str) -> None:
     assert math.isclose(parse_quantity(text) * 1000, m)
 
 
+
+
+def test_pool_name_is_per_release_and_a_label_value() -> None:
+    """NodePools are cluster-scoped: the pool of each release (namespace + release) has its own name."""
+    names = {contract.pool_name("p5.48xlarge", r, ns) for r in ("vllm", "llama", "gptoss") for ns in ("llm", "team-b")}
+    assert len(names) == 6
+    long = contract.pool_name("p5.48xlarge", "r" * 53, "n" * 63)
+    other = contract.pool_name("p5.48xlarge", "r" * 52 + "s", "n" * 63)
+    for name in (long, other, *names):
+        assert len(name) <= 63 and re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name), name
+    assert long != other

@@ -187,7 +187,9 @@ class Pool(ValuesModel):
     """One GPU pool. Keys left out come from poolDefaults."""
 
     name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63,
-                      description=f"NodePool/EC2NodeClass name and value of the {contract.POOL_LABEL} node label")
+                      description=(f"NodePool/EC2NodeClass name and value of the {contract.POOL_LABEL} node label; "
+                                   "cluster-scoped, so unique in the cluster: one pool per model-server release "
+                                   "(`vllm-eks values` writes `<namespace>-<release>-<instance type>`)"))
     instance_types: list[str] = Field(min_length=1, description="EC2 instance types of the pool")
     gpu_limit: int = Field(ge=1, description="NodePool limit on nvidia.com/gpu (GPUs of all its nodes)")
     capacity_types: list[Literal["on-demand", "spot", "reserved"]] | None = Field(
@@ -267,7 +269,7 @@ def build_values(plan: Plan, options: ValuesOptions) -> GpuInfraValues:
     if options.capacity_reservation_ids and "reserved" not in capacity_types:
         capacity_types.append("reserved")
     pool = Pool(
-        name=contract.pool_name(plan.instance),
+        name=contract.pool_name(plan.instance, options.release, options.namespace),
         instance_types=[plan.instance],
         capacity_types=capacity_types,
         zones=[zone] if zone else [],
