@@ -51,6 +51,8 @@ _PLAN_OPTIONS: list[Callable] = [
                  help="vLLM's async scheduling (on by default on GPUs; vLLM's CPU platform turns it off). "
                       "Sliding-window KV sizing depends on it."),
     click.option("--load-bandwidth-mib-s", type=float, help="Weight download/load rate for the startup-probe budget (default 400)."),
+    click.option("--daemonset-reserve-cpu", help="CPU kept on every GPU node for its DaemonSets (Kubernetes quantity, e.g. 2 or 1500m; default 2, see `explain`)."),
+    click.option("--daemonset-reserve-memory", help="Memory kept on every GPU node for its DaemonSets (Kubernetes quantity, e.g. 4Gi; default 4Gi)."),
     click.option("--served-model-name", help="Name clients use (default: the Hugging Face repo id)."),
     click.option("--model-source", help="What vLLM loads instead of the repo id: s3://bucket/prefix or a mounted path."),
 ]

@@ -14,7 +14,6 @@ from pydantic import Field
 
 from .. import contract
 from ..errors import InvalidOptionError
-from ..hardware import instance_catalog
 from ..plan import Plan
 from .base import Quantity, ValuesModel
 from .options import ValuesOptions, efa_zone
@@ -261,8 +260,6 @@ def _placement_group(value: str | None) -> PlacementGroup | None:
 
 
 def build_values(plan: Plan, options: ValuesOptions) -> GpuInfraValues:
-    catalog = instance_catalog()
-    hw = catalog.get(plan.instance)
     efa = plan.pod.efa_devices_per_pod > 0
     zone = efa_zone(plan.pod.efa_devices_per_pod, options)
     capacity_types = list(dict.fromkeys(options.capacity_types))
@@ -275,8 +272,9 @@ def build_values(plan: Plan, options: ValuesOptions) -> GpuInfraValues:
         zones=[zone] if zone else [],
         efa=efa,
         gpu_limit=gpu_limit(plan),
-        instance_store_policy="RAID0" if hw is not None and hw.local_nvme_gb > 0 else None,
-        root_volume=RootVolumeOverride(size_gi=plan.pool.root_volume_bytes // GIB),
+        instance_store_policy=plan.pool.instance_store_policy,
+        root_volume=RootVolumeOverride(size_gi=plan.pool.root_volume_bytes // GIB, iops=plan.pool.root_volume_iops,
+                                       throughput=plan.pool.root_volume_throughput_mib_s),
         capacity_reservations=[CapacityReservationTerm(id=i) for i in options.capacity_reservation_ids],
         placement_group=_placement_group(options.placement_group),
     )
