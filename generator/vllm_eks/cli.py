@@ -51,6 +51,8 @@ _PLAN_OPTIONS: list[Callable] = [
                  help="vLLM's async scheduling (on by default on GPUs; vLLM's CPU platform turns it off). "
                       "Sliding-window KV sizing depends on it."),
     click.option("--load-bandwidth-mib-s", type=float, help="Weight download/load rate for the startup-probe budget (default 400)."),
+    click.option("--daemonset-reserve-cpu", help="CPU kept on every GPU node for its DaemonSets (Kubernetes quantity, e.g. 2 or 1500m; default 2, see `explain`)."),
+    click.option("--daemonset-reserve-memory", help="Memory kept on every GPU node for its DaemonSets (Kubernetes quantity, e.g. 4Gi; default 4Gi)."),
     click.option("--served-model-name", help="Name clients use (default: the Hugging Face repo id)."),
     click.option("--model-source", help="What vLLM loads instead of the repo id: s3://bucket/prefix or a mounted path."),
 ]
@@ -131,7 +133,7 @@ def explain(**kwargs) -> None:
 @click.option("--ami-family", type=click.Choice(["al2023", "bottlerocket"]), default="al2023", show_default=True)
 @click.option("--zone", help="Availability zone to pin the GPU pool to (EFA groups are always single-AZ).")
 @click.option("--capacity-reservation-id", "capacity_reservation_ids", multiple=True, help="ODCR or Capacity Block id (repeatable).")
-@click.option("--placement-group", help="EC2 placement group for EFA pools.")
+@click.option("--placement-group", help="EC2 placement group for EFA pools: an id when it is pg- and 17 hex digits, otherwise a name.")
 @click.option("--prometheus-release-label", default="kube-prometheus-stack", show_default=True, help="`release` label the Prometheus operator selects monitors and rules by.")
 def values(out_dir: Path, **kwargs) -> None:
     """Write values for every chart, plan.json and a README into --out."""

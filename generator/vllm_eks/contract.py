@@ -1,6 +1,8 @@
 """Names the charts agree on. The generator writes these into every chart's values, so the
 model-server pods, the NodePools and the monitors read one source instead of repeating strings."""
 
+import hashlib
+
 # Label Karpenter puts on every node of a NodePool (from the NodePool template's labels);
 # the model-server pods select on it.
 POOL_LABEL = "vllm-eks.io/pool"
@@ -32,6 +34,20 @@ COMPONENT_DECODE = "decode"
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 
 
-def pool_name(instance: str) -> str:
-    """NodePool name for an instance type: DNS-1123, e.g. p5.48xlarge -> gpu-p5-48xlarge."""
-    return "gpu-" + instance.replace(".", "-").lower()
+# Longest Kubernetes label value (the pool name is the value of POOL_LABEL on every node).
+LABEL_VALUE_MAX = 63
+
+
+def pool_name(instance: str, release: str, namespace: str) -> str:
+    """Name of the GPU pool of one vllm-inference release: the NodePool, its EC2NodeClass and the
+    POOL_LABEL value its nodes carry, e.g. p5.48xlarge for release vllm in llm -> llm-vllm-p5-48xlarge.
+
+    NodePools and EC2NodeClasses are cluster-scoped, so a name per instance type would make the
+    second model on the same instance type (its own gpu-infra release) claim the first one's
+    objects; namespace + release is unique in a cluster, so every model server gets its own pool
+    (and its own GPU limit). A name over 63 characters keeps its first 54 and a hash of the whole."""
+    name = f"{namespace}-{release}-{instance.replace('.', '-').lower()}"
+    if len(name) <= LABEL_VALUE_MAX:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[:LABEL_VALUE_MAX - 9].rstrip('-')}-{digest}"

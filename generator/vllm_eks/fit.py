@@ -8,7 +8,7 @@ RayCluster/RayService head and worker groups, bare Pods) looks for a Karpenter N
   labels, requirements, and the labels Karpenter derives from the instance type),
 - carries only taints the pod tolerates,
 - offers an instance type whose allocatable (instances.csv) minus the DaemonSets the gpu-infra
-  chart puts on it and minus a reserve for the cluster's own DaemonSets covers the pod's CPU,
+  chart puts on it, or the Plan's DaemonSet reserve when larger, covers the pod's CPU,
   memory, ephemeral-storage, nvidia.com/gpu and vpc.amazonaws.com/efa requests, and whose GPUs
   and EFA interfaces are advertised by a device plugin that actually runs there,
 - and whose `limits` admit all the nodes the replicas (plus a rolling-update surge) need.
@@ -20,6 +20,7 @@ Every failure becomes a Mismatch naming the workload, the pool and the exact qua
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
@@ -36,18 +37,33 @@ import yaml
 from . import contract
 from .errors import VllmEksError
 from .hardware import Hardware, instance_catalog
+from .pools import EPHEMERAL_EVICTION_FRACTION, EPHEMERAL_KUBE_RESERVED_BYTES
+from .sizing import DEFAULT_DAEMONSET_RESERVE_CPU_M, DEFAULT_DAEMONSET_RESERVE_MEMORY
 
 from .units import GIB, MIB, parse_quantity
 
-# Reserve for DaemonSets this project does not render but every EKS node runs: the VPC CNI
-# (aws-node), kube-proxy, the EBS CSI node plugin, the Pod Identity agent, and a log or metrics
-# agent. Their requests add up to roughly 300m CPU and 500 MiB on a stock cluster; the reserve
-# rounds up so an extra agent does not turn a fitting plan into a Pending pod.
-SYSTEM_RESERVE_CPU_MILLICORES = 500
-SYSTEM_RESERVE_MEMORY_BYTES = 1 * GIB
-# Karpenter's defaults for ephemeral storage: kube-reserved 1Gi, eviction at nodefs.available<10%.
-EPHEMERAL_KUBE_RESERVED_BYTES = 1 * GIB
-EPHEMERAL_EVICTION_FRACTION = Decimal("0.10")
+
+
+@dataclass(frozen=True)
+class Reserve:
+    """What every GPU node keeps for its DaemonSets (the Plan's daemonset_reserve_*): the gpu-infra
+    DaemonSets and the cluster's own (VPC CNI, kube-proxy, CSI, log and metrics agents). A node
+    loses the larger of this and what the rendered gpu-infra DaemonSets request."""
+    cpu_millicores: int = DEFAULT_DAEMONSET_RESERVE_CPU_M
+    memory_bytes: int = DEFAULT_DAEMONSET_RESERVE_MEMORY
+
+    @classmethod
+    def of_plan(cls, summary: dict[str, Any]) -> Reserve:
+        """From a scenario's plan.json; the defaults for one written before the Plan had it."""
+        return cls(int(summary.get("daemonset_reserve_cpu_millicores", DEFAULT_DAEMONSET_RESERVE_CPU_M)),
+                   int(summary.get("daemonset_reserve_memory_bytes", DEFAULT_DAEMONSET_RESERVE_MEMORY)))
+
+    def of(self, resource: str) -> Decimal:
+        if resource == CPU:
+            return Decimal(self.cpu_millicores) / 1000
+        return Decimal(self.memory_bytes) if resource == MEMORY else Decimal(0)
+
+
 # Every instance in the catalog is x86_64 Linux with NVIDIA GPUs.
 ARCH = "amd64"
 
@@ -435,9 +451,10 @@ class NodeShape:
     allocatable: dict[str, Decimal]
     daemonset_use: dict[str, Decimal]
     device_notes: dict[str, str] = field(default_factory=dict)
+    reserve: Reserve = field(default_factory=Reserve)
 
 
-def node_shape(pool: Pool, hw: Hardware, daemonsets: list[dict[str, Any]]) -> NodeShape:
+def node_shape(pool: Pool, hw: Hardware, daemonsets: list[dict[str, Any]], reserve: Reserve = Reserve()) -> NodeShape:
     landing = daemonsets_on(pool, hw, daemonsets)
     roles = {_daemonset_role(ds) for ds in landing}
     notes: dict[str, str] = {}
@@ -470,9 +487,8 @@ def node_shape(pool: Pool, hw: Hardware, daemonsets: list[dict[str, Any]]) -> No
     for ds in landing:
         for k, v in pod_requests(((ds.get("spec") or {}).get("template") or {}).get("spec") or {}).items():
             ds_use[k] += v
-    reserve = {CPU: Decimal(SYSTEM_RESERVE_CPU_MILLICORES) / 1000, MEMORY: Decimal(SYSTEM_RESERVE_MEMORY_BYTES)}
-    available = {k: v - ds_use.get(k, Decimal(0)) - reserve.get(k, Decimal(0)) for k, v in allocatable.items()}
-    return NodeShape(hw, available, allocatable, dict(ds_use), notes)
+    available = {k: v - max(ds_use.get(k, Decimal(0)), reserve.of(k)) for k, v in allocatable.items()}
+    return NodeShape(hw, available, allocatable, dict(ds_use), notes, reserve)
 
 
 def resource_problems(req: dict[str, Decimal], shape: NodeShape) -> list[tuple[str, str]]:
@@ -501,12 +517,11 @@ def resource_problems(req: dict[str, Decimal], shape: NodeShape) -> list[tuple[s
                 problems.append(("device-plugin", shape.device_notes.get(resource, "no vpc.amazonaws.com/efa on the node")))
         else:
             used = shape.daemonset_use.get(resource, Decimal(0))
-            reserve = (Decimal(SYSTEM_RESERVE_CPU_MILLICORES) / 1000 if resource == CPU
-                       else Decimal(SYSTEM_RESERVE_MEMORY_BYTES) if resource == MEMORY else Decimal(0))
+            reserve = shape.reserve.of(resource)
             problems.append((resource, (
                 f"{resource} request {_fmt(resource, want)} exceeds the {_fmt(resource, have)} available on {hw.name} "
-                f"(allocatable {_fmt(resource, shape.allocatable[resource])} - gpu-infra DaemonSets "
-                f"{_fmt(resource, used)} - reserve {_fmt(resource, reserve)})")))
+                f"(allocatable {_fmt(resource, shape.allocatable[resource])} - the larger of the Plan's DaemonSet "
+                f"reserve {_fmt(resource, reserve)} and the gpu-infra DaemonSets {_fmt(resource, used)})")))
     return problems
 
 
@@ -550,7 +565,7 @@ class _Candidate:
 
 
 def _evaluate(t: PodTemplate, pool: Pool, catalog: dict[str, Hardware],
-              daemonsets: list[dict[str, Any]]) -> _Candidate:
+              daemonsets: list[dict[str, Any]], reserve: Reserve) -> _Candidate:
     req = t.requests()
     if pool.nodeclass is None:
         return _Candidate(pool, [("node-class", "the EC2NodeClass its nodeClassRef names is not rendered")])
@@ -564,7 +579,7 @@ def _evaluate(t: PodTemplate, pool: Pool, catalog: dict[str, Hardware],
         if hw is None:
             cand = _Candidate(pool, [("instance", f"instance type {name} is not in the instance catalog")])
         else:
-            shape = node_shape(pool, hw, daemonsets)
+            shape = node_shape(pool, hw, daemonsets, reserve)
             problems = selection_problems(t.spec, label_domain(pool, hw)) + taint_problems + resource_problems(req, shape)
             cand = _Candidate(pool, problems, shape)
         if best is None or len(cand.problems) < len(best.problems):
@@ -595,8 +610,9 @@ def _duplicate_plugin_mismatches(pools: list[Pool], daemonsets: list[dict[str, A
 
 
 def check_objects(infra_objects: list[dict[str, Any]], server_objects: list[dict[str, Any]],
-                  catalog: dict[str, Hardware] | None = None) -> list[Mismatch]:
-    """The fit check on rendered objects of charts/gpu-infra and charts/vllm-inference."""
+                  catalog: dict[str, Hardware] | None = None, reserve: Reserve = Reserve()) -> list[Mismatch]:
+    """The fit check on rendered objects of charts/gpu-infra and charts/vllm-inference, keeping
+    `reserve` (the Plan's DaemonSet reserve) on every node."""
     catalog = catalog if catalog is not None else instance_catalog()
     pools = build_pools(infra_objects)
     daemonsets = _kind(infra_objects, "DaemonSet")
@@ -610,7 +626,7 @@ def check_objects(infra_objects: list[dict[str, Any]], server_objects: list[dict
                              for t in templates]
     placed: dict[str, list[tuple[PodTemplate, NodeShape]]] = defaultdict(list)
     for t in templates:
-        candidates = [_evaluate(t, pool, catalog, daemonsets) for pool in pools]
+        candidates = [_evaluate(t, pool, catalog, daemonsets, reserve) for pool in pools]
         fitting = [c for c in candidates if not c.problems]
         if fitting:
             best = max(fitting, key=lambda c: int((c.pool.nodepool.get("spec") or {}).get("weight") or 0))
@@ -694,11 +710,14 @@ def check_fit(scenario_dir: str | os.PathLike[str], *, charts_dir: str | os.Path
               helm: str | None = None, infra_objects: list[dict[str, Any]] | None = None,
               server_objects: list[dict[str, Any]] | None = None) -> list[Mismatch]:
     """Render `gpu-infra.yaml` and `vllm-inference.yaml` of a scenario folder with helm and check
-    that every model-server pod fits a pool. Pre-rendered objects may be passed instead."""
+    that every model-server pod fits a pool, keeping the DaemonSet reserve of its plan.json on
+    every node. Pre-rendered objects may be passed instead."""
     scenario = Path(scenario_dir)
     charts = Path(charts_dir) if charts_dir else _charts_dir()
     if infra_objects is None:
         infra_objects = render_chart(charts / "gpu-infra", scenario / "gpu-infra.yaml", "gpu-infra", "gpu-infra", helm)
     if server_objects is None:
         server_objects = render_chart(charts / "vllm-inference", scenario / "vllm-inference.yaml", "vllm", "llm", helm)
-    return check_objects(infra_objects, server_objects)
+    plan = scenario / "plan.json"
+    reserve = Reserve.of_plan(json.loads(plan.read_text())) if plan.is_file() else Reserve()
+    return check_objects(infra_objects, server_objects, reserve=reserve)

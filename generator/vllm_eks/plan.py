@@ -87,6 +87,10 @@ class PodPlan(Section):
     efa_devices_per_pod: int
     cpu_request_millicores: int
     memory_request_bytes: int
+    daemonset_reserve_cpu_millicores: int = Field(
+        description="CPU left on every GPU node for its DaemonSets before the pods share the rest")
+    daemonset_reserve_memory_bytes: int = Field(
+        description="Memory left on every GPU node for its DaemonSets before the pods share the rest")
     ephemeral_storage_bytes: int
     load_bandwidth_bytes_per_s: int
     startup_probe_seconds: int
@@ -103,6 +107,10 @@ class PoolPlan(Section):
     pool_nodes: int = Field(description="Nodes the pool holds at the autoscaling maximum")
     pool_gpu_limit: int = Field(description="nvidia.com/gpu limit of the NodePool")
     root_volume_bytes: int
+    instance_store_policy: Literal["RAID0"] | None = Field(
+        description="RAID0: the node's NVMe disks hold kubelet and containerd storage (EC2NodeClass instanceStorePolicy)")
+    root_volume_iops: int = Field(description="gp3 IOPS of the root volume")
+    root_volume_throughput_mib_s: int = Field(description="gp3 throughput of the root volume in MiB/s")
     queue_alert_threshold: int = Field(description="Requests waiting per engine that raise the queue alert")
     scale_up_period_seconds: int = Field(description="HPA scale-up policy period: one replica start-up")
 

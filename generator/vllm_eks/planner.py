@@ -28,14 +28,15 @@ def make_plan(req: PlanRequest) -> Plan:
     source = dec.model_source
     pod = size_pod(dec.hw, tp, tp, pp > 1 or topology == "disaggregated", b.weights_total, pp,
                    downloads_weights=model_source_kind(req.model_source) == "huggingface",
-                   load_bandwidth=int(req.load_bandwidth_mib_s * 1024**2) if req.load_bandwidth_mib_s else None)
+                   load_bandwidth=int(req.load_bandwidth_mib_s * 1024**2) if req.load_bandwidth_mib_s else None,
+                   reserve=(req.daemonset_reserve_cpu, req.daemonset_reserve_memory))
     serve = serve_autoscaling(req, layout, seqs) if topology == "ray-serve" else None
     prefill, decode = phases(req, layout, engine) if topology == "disaggregated" else (None, None)
     pool = plan_pools(replicas=layout.replicas, serve_max=serve.max_replicas if serve else None,
                       phase_replicas=(prefill.replicas, decode.replicas) if prefill and decode else None,
                       nodes_per_replica=pp, gpus_per_pod=tp, gpus_per_node=dec.hw.gpus_per_node,
                       ephemeral_bytes=pod.ephemeral_storage_bytes, max_num_seqs=seqs,
-                      startup_seconds=pod.startup_probe_seconds)
+                      startup_seconds=pod.startup_probe_seconds, local_nvme_bytes=dec.hw.local_nvme_gb * 10**9)
     return Plan(model=dec.model.id, model_source=source, served_model_name=dec.served_model_name,
                 instance=dec.hw.name, topology=topology, node=node_plan(dec.hw, pp > 1), layout=layout,
                 memory=memory, engine=engine, pod=pod, pool=pool,

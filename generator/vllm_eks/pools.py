@@ -5,6 +5,7 @@ autoscaler is not keeping up, and what one replica costs."""
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
 from .derivations import Derivations
 from .hardware import Hardware
@@ -26,11 +27,19 @@ HPA_MIN_PERIOD_SECONDS = 60
 KEDA_HEADROOM_REPLICAS = 3
 KEDA_GROWTH_FACTOR = 2
 ROOT_VOLUME_STEP = 10 * GIB
+# gp3: 3,000 IOPS and 125 MiB/s come with every volume; up to 16,000 and 1,000 MiB/s are paid for.
+# Weights read from the root volume get the maximum; with RAID0 the volume only boots the OS.
+GP3_BASELINE = (3000, 125)
+GP3_MAXIMUM = (16000, 1000)
+# Karpenter's defaults for the kubelet's ephemeral storage: kube-reserved 1Gi, eviction at
+# nodefs.available<10% (also used by fit.py).
+EPHEMERAL_KUBE_RESERVED_BYTES = 1 * GIB
+EPHEMERAL_EVICTION_FRACTION = Decimal("0.10")
 
 
 def plan_pools(*, replicas: int, serve_max: int | None, phase_replicas: tuple[int, int] | None,
                nodes_per_replica: int, gpus_per_pod: int, gpus_per_node: int, ephemeral_bytes: int,
-               max_num_seqs: int, startup_seconds: int) -> PoolPlan:
+               max_num_seqs: int, startup_seconds: int, local_nvme_bytes: int = 0) -> PoolPlan:
     """The pool section of the Plan: the autoscaling range, the nodes and GPUs the NodePool
     must admit for it, the root volume and the queue alert, with their derivations.
     `phase_replicas` is (prefill, decode) of a disaggregated deployment."""
@@ -59,11 +68,8 @@ def plan_pools(*, replicas: int, serve_max: int | None, phase_replicas: tuple[in
     d.add("pool_gpu_limit", str(gpu_limit),
           f"(pool nodes {nodes} + one replica group {nodes_per_replica}) x {gpus_per_node} GPUs",
           "Karpenter counts whole nodes; the extra group lets a replacement node or a surge pod start")
-    step = ROOT_VOLUME_STEP
-    root = math.ceil((OS_DISK_BYTES + IMAGE_DISK_BYTES + ephemeral_bytes) / step) * step
-    d.add("root_volume_bytes", gib(root),
-          f"{gib_exact(OS_DISK_BYTES)} OS + {gib_exact(IMAGE_DISK_BYTES)} image + ephemeral {gib(ephemeral_bytes)}, "
-          f"rounded up to {gib_exact(step)}")
+    policy, root, (iops, throughput) = _root_volume(d, ephemeral_bytes * _pods_per_node(
+        nodes_per_replica, gpus_per_pod, gpus_per_node), ephemeral_bytes, local_nvme_bytes)
     queue = max(2 * KEDA_QUEUE_TARGET, math.ceil(max_num_seqs / 4))
     d.add("queue_alert_threshold", str(queue), f"max(2 x KEDA target {KEDA_QUEUE_TARGET}, max_num_seqs {max_num_seqs} / 4)",
           "the queue alert means autoscaling is not keeping up, not that it is about to act")
@@ -72,8 +78,40 @@ def plan_pools(*, replicas: int, serve_max: int | None, phase_replicas: tuple[in
           f"startup probe budget, within [{HPA_MIN_PERIOD_SECONDS}, {HPA_MAX_PERIOD_SECONDS}] s",
           "new replicas serve before the HPA adds more")
     return PoolPlan(autoscaling_min_replicas=floor, autoscaling_max_replicas=ceiling, pool_nodes=nodes,
-                    pool_gpu_limit=gpu_limit, root_volume_bytes=root, queue_alert_threshold=queue,
+                    pool_gpu_limit=gpu_limit, root_volume_bytes=root, instance_store_policy=policy,
+                    root_volume_iops=iops, root_volume_throughput_mib_s=throughput, queue_alert_threshold=queue,
                     scale_up_period_seconds=period, derivations=d.items)
+
+
+def _pods_per_node(nodes_per_replica: int, gpus_per_pod: int, gpus_per_node: int) -> int:
+    return 1 if nodes_per_replica > 1 or gpus_per_pod >= gpus_per_node else gpus_per_node // gpus_per_pod
+
+
+def _root_volume(d: Derivations, node_ephemeral: int, pod_ephemeral: int,
+                 local_nvme_bytes: int) -> tuple[str | None, int, tuple[int, int]]:
+    """Instance store policy, root volume size and gp3 (IOPS, MiB/s). With RAID0 over the local
+    NVMe disks, Karpenter puts the kubelet's and containerd's storage on the array (EC2NodeClass
+    instanceStorePolicy), so the pods' ephemeral storage is there and the root volume boots the
+    OS; RAID0 is chosen when the array holds every pod's ephemeral storage after the kubelet's
+    reserve and eviction threshold."""
+    usable = int(local_nvme_bytes * (1 - EPHEMERAL_EVICTION_FRACTION)) - EPHEMERAL_KUBE_RESERVED_BYTES
+    step = ROOT_VOLUME_STEP
+    if local_nvme_bytes and node_ephemeral <= usable:
+        root = math.ceil((OS_DISK_BYTES + IMAGE_DISK_BYTES) / step) * step
+        d.add("instance_store_policy", "RAID0", f"ephemeral {gib(node_ephemeral)} per node fits the NVMe array "
+              f"({gib(local_nvme_bytes)} - 10% eviction threshold - {gib_exact(EPHEMERAL_KUBE_RESERVED_BYTES)} kube-reserved)",
+              "kubelet and containerd use the array")
+        d.add("root_volume_bytes", gib(root), f"{gib_exact(OS_DISK_BYTES)} OS + {gib_exact(IMAGE_DISK_BYTES)} image, "
+              f"rounded up to {gib_exact(step)}; gp3 baseline {GP3_BASELINE[0]} IOPS, {GP3_BASELINE[1]} MiB/s",
+              "the pods' storage is on the NVMe array")
+        return "RAID0", root, GP3_BASELINE
+    root = math.ceil((OS_DISK_BYTES + IMAGE_DISK_BYTES + pod_ephemeral) / step) * step
+    why = "no local NVMe disks" if not local_nvme_bytes else f"the NVMe array ({gib(local_nvme_bytes)}) is too small"
+    d.add("instance_store_policy", "none", why, "kubelet and containerd stay on the root volume")
+    d.add("root_volume_bytes", gib(root),
+          f"{gib_exact(OS_DISK_BYTES)} OS + {gib_exact(IMAGE_DISK_BYTES)} image + ephemeral {gib(pod_ephemeral)}, "
+          f"rounded up to {gib_exact(step)}; gp3 {GP3_MAXIMUM[0]} IOPS, {GP3_MAXIMUM[1]} MiB/s for weight reads")
+    return None, root, GP3_MAXIMUM
 
 
 def plan_cost(hw: Hardware, nodes_per_replica: int, gpus_per_pod: int) -> CostPlan:

@@ -44,6 +44,10 @@ class PlanRequest(BaseModel):
 
     # pod sizing inputs
     load_bandwidth_mib_s: float | None = None
+    daemonset_reserve_cpu: str | None = Field(
+        default=None, description="CPU quantity kept on every GPU node for DaemonSets (default: sizing.py)")
+    daemonset_reserve_memory: str | None = Field(
+        default=None, description="Memory quantity kept on every GPU node for DaemonSets (default: sizing.py)")
     served_model_name: str | None = None
     model_source: str | None = Field(default=None, description="Override of what vLLM loads (s3://..., /models/...)")
 

@@ -4,17 +4,48 @@ ephemeral storage, probe and drain timings, EFA devices."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from .derivations import Derivations
+from .errors import InvalidOptionError
 from .hardware import Hardware
 from .plan import PodPlan
-from .units import GIB, MIB, gib, gib_exact
+from .units import GIB, MIB, gib, gib_exact, parse_quantity
 
-# CPU and memory left on every GPU node for the DaemonSets the suite installs (NVIDIA and EFA
-# device plugins, DCGM exporter) and the EKS add-ons every node runs (aws-node, kube-proxy,
-# eks-pod-identity-agent, ebs-csi-node), taken off node allocatable before sharing it among pods.
-DAEMONSET_RESERVE_CPU_M = 1000
-DAEMONSET_RESERVE_MEMORY = 3 * GIB
+
+
+@dataclass(frozen=True)
+class DaemonSetFootprint:
+    """Requests of one DaemonSet pod a GPU node of an EKS cluster typically runs."""
+    name: str
+    cpu_millicores: int
+    memory_bytes: int
+    source: str
+
+
+# What a GPU node typically runs besides the model server, with the requests upstream manifests
+# set (where a pod sets no memory request, its usual working set, so the node keeps room for it).
+TYPICAL_GPU_NODE_DAEMONSETS = (
+    DaemonSetFootprint("aws-node (VPC CNI + network policy agent)", 50, 128 * MIB,
+                       "aws/amazon-vpc-cni-k8s charts/aws-vpc-cni values: 25m each container, no memory request"),
+    DaemonSetFootprint("kube-proxy", 100, 64 * MIB, "EKS kube-proxy add-on: 100m, no memory request"),
+    DaemonSetFootprint("ebs-csi-node", 30, 120 * MIB,
+                       "kubernetes-sigs/aws-ebs-csi-driver chart: 10m/40Mi for the plugin and each of two sidecars"),
+    DaemonSetFootprint("eks-pod-identity-agent", 25, 64 * MIB, "EKS add-on sets none: small Go agent"),
+    DaemonSetFootprint("nvidia-device-plugin", 50, 64 * MIB, "charts/gpu-infra values"),
+    DaemonSetFootprint("efa-device-plugin", 10, 32 * MIB, "charts/gpu-infra values"),
+    DaemonSetFootprint("dcgm-exporter", 100, 512 * MIB, "charts/gpu-infra values"),
+    DaemonSetFootprint("node-exporter", 100, 128 * MIB, "prometheus-node-exporter chart sets none: a usual setting"),
+    DaemonSetFootprint("fluent-bit (log shipper)", 500, 100 * MIB,
+                       "aws-samples/amazon-cloudwatch-container-insights fluent-bit DaemonSet: 500m/100Mi"),
+    DaemonSetFootprint("cloudwatch-agent", 200, 200 * MIB,
+                       "aws-samples/amazon-cloudwatch-container-insights cwagent DaemonSet: 200m/200Mi"),
+)
+# The default reserve: the list above (1,165m and 1.4 GiB) rounded up with room for an agent or two
+# it does not name (a security or APM agent), so one more DaemonSet does not leave the model
+# server Pending. Set per cluster with --daemonset-reserve-cpu / --daemonset-reserve-memory.
+DEFAULT_DAEMONSET_RESERVE_CPU_M = 2000
+DEFAULT_DAEMONSET_RESERVE_MEMORY = 4 * GIB
 # /dev/shm: NCCL and vLLM's shared-memory broadcast between ranks; 2 GiB per rank, capped.
 SHM_PER_RANK = 2 * GIB
 SHM_MAX = 16 * GIB
@@ -36,12 +67,15 @@ UNKNOWN_NODE_MEMORY_PER_GPU = 8 * GIB
 
 
 def size_pod(hw: Hardware, gpus_per_pod: int, tp: int, multi_node: bool, checkpoint_bytes: int,
-             nodes_per_replica: int, downloads_weights: bool, load_bandwidth: int | None) -> PodPlan:
-    """The pod section of the Plan, with a derivation for each number."""
+             nodes_per_replica: int, downloads_weights: bool, load_bandwidth: int | None,
+             reserve: tuple[str | None, str | None] = (None, None)) -> PodPlan:
+    """The pod section of the Plan, with a derivation for each number. `reserve` is the
+    DaemonSet reserve as given (--daemonset-reserve-cpu, --daemonset-reserve-memory)."""
     d = Derivations()
     shm = min(SHM_MAX, max(SHM_MIN, SHM_PER_RANK * tp))
     d.add("shm_size_bytes", gib(shm), f"min({gib_exact(SHM_MAX)}, max({gib_exact(SHM_MIN)}, {gib_exact(SHM_PER_RANK)} x TP {tp}))")
-    cpu, mem = _cpu_and_memory(d, hw, gpus_per_pod, shm)
+    reserve_cpu, reserve_mem = daemonset_reserve(d, hw, *reserve)
+    cpu, mem = _cpu_and_memory(d, hw, gpus_per_pod, shm, reserve_cpu, reserve_mem)
     per_pod_weights = checkpoint_bytes // nodes_per_replica
     if downloads_weights:
         ephemeral = checkpoint_bytes + SCRATCH_BYTES
@@ -66,12 +100,50 @@ def size_pod(hw: Hardware, gpus_per_pod: int, tp: int, multi_node: bool, checkpo
     d.add("efa_devices_per_pod", str(efa), f"instance maximum {hw.efa_max} (multi-node)" if multi_node
           else "single node: no cross-node traffic")
     return PodPlan(shm_size_bytes=shm, efa_devices_per_pod=efa, cpu_request_millicores=cpu, memory_request_bytes=mem,
+                   daemonset_reserve_cpu_millicores=reserve_cpu, daemonset_reserve_memory_bytes=reserve_mem,
                    ephemeral_storage_bytes=ephemeral, load_bandwidth_bytes_per_s=bw, startup_probe_seconds=startup,
                    shutdown_timeout_seconds=SHUTDOWN_TIMEOUT_SECONDS, prestop_seconds=PRESTOP_SECONDS,
                    termination_grace_period_seconds=grace, derivations=d.items)
 
 
-def _cpu_and_memory(d: Derivations, hw: Hardware, gpus_per_pod: int, shm: int) -> tuple[int, int]:
+def daemonset_reserve(d: Derivations, hw: Hardware, cpu: str | None, memory: str | None) -> tuple[int, int]:
+    """The DaemonSet reserve in millicores and bytes: the flags, else the defaults; it must leave
+    part of the node's allocatable to the model server."""
+    reserve_cpu = _quantity("--daemonset-reserve-cpu", cpu, 1000, "e.g. 2 or 1500m")
+    reserve_mem = _quantity("--daemonset-reserve-memory", memory, 1, "e.g. 4Gi or 3500Mi")
+    reserve_cpu = DEFAULT_DAEMONSET_RESERVE_CPU_M if reserve_cpu is None else reserve_cpu
+    reserve_mem = DEFAULT_DAEMONSET_RESERVE_MEMORY if reserve_mem is None else reserve_mem
+    for flag, value, alloc, show in (
+            ("--daemonset-reserve-cpu", reserve_cpu, hw.alloc_cpu_millicores, lambda n: f"{n}m"),
+            ("--daemonset-reserve-memory", reserve_mem, hw.alloc_memory_bytes, gib)):
+        if alloc and value >= alloc:
+            raise InvalidOptionError(f"{flag} {show(value)}: must be less than the allocatable {show(alloc)} "
+                                     f"of one {hw.name} node")
+    items = ", ".join(f"{x.name} {x.cpu_millicores}m/{x.memory_bytes // MIB}Mi" for x in TYPICAL_GPU_NODE_DAEMONSETS)
+    given = "set by flag" if cpu is not None else "default"
+    d.add("daemonset_reserve_cpu_millicores", f"{reserve_cpu}m", f"{given}; default {DEFAULT_DAEMONSET_RESERVE_CPU_M}m",
+          f"requests of a typical EKS GPU node's DaemonSets ({items}) rounded up with room for one more agent")
+    d.add("daemonset_reserve_memory_bytes", gib(reserve_mem),
+          f"{'set by flag' if memory is not None else 'default'}; default {gib_exact(DEFAULT_DAEMONSET_RESERVE_MEMORY)}",
+          "same DaemonSets as the CPU reserve")
+    return reserve_cpu, reserve_mem
+
+
+def _quantity(flag: str, value: str | None, scale: int, example: str) -> int | None:
+    """A Kubernetes quantity flag as an integer (millicores with scale 1000, bytes with 1)."""
+    if value is None:
+        return None
+    try:
+        q = parse_quantity(value)
+    except ValueError:
+        raise InvalidOptionError(f"{flag} {value!r}: not a Kubernetes quantity ({example})") from None
+    if q < 0:
+        raise InvalidOptionError(f"{flag} {value!r}: must be >= 0 ({example})")
+    return int(q * scale)
+
+
+def _cpu_and_memory(d: Derivations, hw: Hardware, gpus_per_pod: int, shm: int,
+                    reserve_cpu: int, reserve_mem: int) -> tuple[int, int]:
     """The pod's share of node allocatable after the DaemonSet reserve, by its share of the GPUs."""
     if not hw.alloc_cpu_millicores:
         # unknown node: ask for what loading needs (shm plus host buffers per rank)
@@ -83,12 +155,12 @@ def _cpu_and_memory(d: Derivations, hw: Hardware, gpus_per_pod: int, shm: int) -
               f"hardware outside the catalog: shm + {gib_exact(UNKNOWN_NODE_MEMORY_PER_GPU)} x {gpus_per_pod} GPUs")
         return cpu, mem
     share = gpus_per_pod / hw.gpus_per_node
-    cpu = int((hw.alloc_cpu_millicores - DAEMONSET_RESERVE_CPU_M) * share) // 10 * 10
-    mem = int((hw.alloc_memory_bytes - DAEMONSET_RESERVE_MEMORY) * share) // MIB * MIB
+    cpu = int((hw.alloc_cpu_millicores - reserve_cpu) * share) // 10 * 10
+    mem = int((hw.alloc_memory_bytes - reserve_mem) * share) // MIB * MIB
     d.add("cpu_request_millicores", f"{cpu}m",
-          f"(allocatable {hw.alloc_cpu_millicores}m - DaemonSet reserve {DAEMONSET_RESERVE_CPU_M}m) x "
+          f"(allocatable {hw.alloc_cpu_millicores}m - DaemonSet reserve {reserve_cpu}m) x "
           f"{gpus_per_pod}/{hw.gpus_per_node} GPUs")
     d.add("memory_request_bytes", gib(mem),
-          f"(allocatable {hw.alloc_memory_bytes / GIB:.1f} GiB - DaemonSet reserve {DAEMONSET_RESERVE_MEMORY / GIB:.0f} GiB) x "
+          f"(allocatable {hw.alloc_memory_bytes / GIB:.1f} GiB - DaemonSet reserve {reserve_mem / GIB:.1f} GiB) x "
           f"{gpus_per_pod}/{hw.gpus_per_node} GPUs")
     return cpu, mem

@@ -241,10 +241,10 @@ def shapes_from_nodepools(objects: list[dict[str, Any]], plan_instance: str | No
     return shapes
 
 
-def shape_from_plan(plan: dict[str, Any], source: str) -> NodeShape:
-    """The node the gpu-infra NodePool for plan['instance'] must produce (contract.py labels)."""
+def shape_from_plan(plan: dict[str, Any], source: str, pool: str) -> NodeShape:
+    """The node the gpu-infra NodePool for plan['instance'] must produce (contract.py labels);
+    `pool` is the pool the model server selects (its values' scheduling.pool)."""
     row = instance(plan["instance"])
-    pool = contract.pool_name(row.name)
     labels = _karpenter_labels(row, pool, DEFAULT_ZONE, "on-demand", pool)
     labels[contract.POOL_LABEL] = pool
     # Without an EC2NodeClass: the disk the plan asks for, plus what kubelet holds back.

@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from tests.harness.helm import render
 
 from vllm_eks import contract
@@ -36,8 +38,10 @@ def scenario_shapes(scenario: Scenario) -> list[NodeShape]:
     objs = render_scenario_chart(scenario, "gpu-infra")
     if any(o.get("kind") == "NodePool" for o in objs):
         return shapes_from_nodepools(objs, plan.get("instance"), f"values/{scenario.name}/gpu-infra.yaml")
-    if plan:
-        return [shape_from_plan(plan, f"values/{scenario.name}/plan.json")]
+    server = scenario.values("vllm-inference")
+    pool = ((yaml.safe_load(server.read_text()) or {}).get("scheduling") or {}).get("pool") if server else None
+    if plan and pool:
+        return [shape_from_plan(plan, f"values/{scenario.name}/plan.json", pool)]
     return []
 
 

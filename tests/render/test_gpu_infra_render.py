@@ -190,7 +190,7 @@ def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict,
      ["pools[0].capacityTypes", "pools[0].capacityReservations[0]"]),
     ({"pools": [{"name": "p", "instanceTypes": ["g5.xlarge"], "gpuLimit": 1, "capacityTypes": ["reserved"]},
                 {"name": "p", "instanceTypes": ["g5.xlarge"], "gpuLimit": 1,
-                 "placementGroup": {"name": "a", "id": "pg-1"}, "rootVolume": {"iops": 3000}}]},
+                 "placementGroup": {"name": "a", "id": "pg-0123456789abcdef0"}, "rootVolume": {"iops": 3000}}]},
      ["pools[0].capacityReservations", "pools[1].name", "pools[1].placementGroup", "pools[1].rootVolume.throughput"]),
 ], ids=["latest-ami", "bottlerocket-plus-plugin", "efa-zone-plugin", "reservations", "several"])
 def test_validate_helper_names_every_key(tmp_path: Path, bad: dict, keys: list[str]) -> None:

@@ -40,7 +40,7 @@ def test_single_node_plan() -> None:
     plan = make_plan(PlanRequest(model="llama-3.1-8b-instruct", instance="g6e.xlarge"))
     values = gpu_infra.build_values(plan, ValuesOptions(cluster_name="prod"))
     (pool,) = values.pools
-    assert pool.name == contract.pool_name("g6e.xlarge") == "gpu-g6e-xlarge"
+    assert pool.name == contract.pool_name("g6e.xlarge", "vllm", "llm") == "llm-vllm-g6e-xlarge"
     assert pool.instance_types == ["g6e.xlarge"]
     assert pool.gpu_limit == plan.pool.pool_gpu_limit
     assert pool.instance_store_policy == "RAID0"  # g6e.xlarge has 250 GB of NVMe
@@ -93,3 +93,41 @@ def test_bottlerocket_plan(tmp_path: Path, crd_registry) -> None:
     assert devices == ["/dev/xvda", "/dev/xvdb"]
     assert [b["deviceName"] for b in nc["spec"]["blockDeviceMappings"] if b.get("rootVolume")] == ["/dev/xvdb"]
     assert fit.check_fit(tmp_path, helm=str(tool_path("helm4"))) == []
+
+
+# Kinds gpu-infra renders without a namespace: one object per name in the whole cluster.
+CLUSTER_SCOPED = {"NodePool", "EC2NodeClass", "ClusterRole", "ClusterRoleBinding", "PriorityClass", "RuntimeClass"}
+
+
+def test_two_releases_on_one_instance_type_share_no_cluster_scoped_name(tmp_path: Path) -> None:
+    """Two models on p5.48xlarge, each with its own gpu-infra release (as `vllm-eks values` writes
+    them): no cluster-scoped object of one release has the name of the other's (Helm would refuse
+    the second install: the object belongs to another release), each release's DaemonSets land
+    only on its own pool, and each model server selects its own release's pool."""
+    scenarios = [("llama-3.1-70b-instruct", "llama70b"), ("gpt-oss-120b", "gptoss")]
+    names: list[set[tuple[str, str]]] = []
+    pools: list[set[str]] = []
+    for model, release in scenarios:
+        plan = make_plan(PlanRequest(model=model, instance="p5.48xlarge"))
+        options = ValuesOptions(release=release, namespace="llm")
+        out = tmp_path / release
+        out.mkdir()
+        _write(out, plan, options, charts=("gpu-infra", "vllm-inference"))
+        objects = helm.render(CHART, [out / "gpu-infra.yaml"], release=f"gpu-{release}", namespace="gpu-infra")
+        scoped = {(o["kind"], o["metadata"]["name"]) for o in objects if o["kind"] in CLUSTER_SCOPED}
+        assert {k for k, _ in scoped} == {"NodePool", "EC2NodeClass"}
+        assert not any("namespace" in o["metadata"] for o in objects if o["kind"] in CLUSTER_SCOPED)
+        names.append(scoped)
+        own = {np["spec"]["template"]["metadata"]["labels"][contract.POOL_LABEL]
+               for np in objects if np["kind"] == "NodePool"}
+        pools.append(own)
+        for ds in (o for o in objects if o["kind"] == "DaemonSet"):
+            terms = ds["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+                "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+            selected = {v for t in terms for e in t["matchExpressions"] if e["key"] == contract.POOL_LABEL
+                        for v in e["values"]}
+            assert selected == own, f"{release}: DaemonSet {ds['metadata']['name']} lands on {selected}"
+        server = yaml.safe_load((out / "vllm-inference.yaml").read_text())
+        assert server["scheduling"]["pool"] in own
+    assert not names[0] & names[1], f"cluster-scoped names shared by the two releases: {names[0] & names[1]}"
+    assert not pools[0] & pools[1]

@@ -154,12 +154,18 @@ def test_dashboards_are_packaged_from_the_sources(values_file: Path) -> None:
     if not values.dashboards.enabled:
         assert not configmaps
         return
-    sources = {p.name: p.read_text() for p in (CHART / "dashboards").glob("*.json")}
+    sources = {p.stem: json.loads(p.read_text()) for p in (CHART / "dashboards").glob("*.json")}
     packaged = {key: text for cm in configmaps for key, text in cm["data"].items()}
-    assert packaged.keys() == sources.keys()
-    for name, text in packaged.items():
-        assert json.loads(text) == json.loads(sources[name]), f"{name} differs from its source"
-        assert len(text.encode()) < 1024 * 1024, f"{name}: over the ConfigMap size limit"
+    assert len(packaged) == len(sources)
+    for key, text in packaged.items():
+        dashboard = json.loads(text)
+        (stem,) = [s for s in sources if key.startswith(f"{s}-")]
+        assert key == f"{dashboard['uid']}.json", "the sidecar's file name is the release's uid"
+        source = sources[stem]
+        assert dashboard["title"] == f"{source['title']} ({NAMESPACE}/vllm)"
+        rest = {k: v for k, v in dashboard.items() if k not in ("uid", "title")}
+        assert rest == {k: v for k, v in source.items() if k not in ("uid", "title")}, f"{key} differs from its source"
+        assert len(text.encode()) < 1024 * 1024, f"{key}: over the ConfigMap size limit"
     for cm in configmaps:
         for key, value in values.dashboards.sidecar_labels.items():
             assert cm["metadata"]["labels"].get(key) == value
@@ -214,3 +220,31 @@ def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict,
     with pytest.raises(helm.HelmError) as err:
         helm.render(CHART, [path], helm=helm_version, namespace=NAMESPACE)
     assert fragment in str(err.value), str(err.value)
+
+
+def _dashboards(objects) -> list[tuple[str, str, dict]]:
+    """(ConfigMap namespace/name, data key, parsed dashboard) of every dashboard ConfigMap."""
+    out = []
+    for cm in _of_kind(objects, "ConfigMap"):
+        for key, text in (cm.get("data") or {}).items():
+            if key.endswith(".json"):
+                out.append((f"{cm['metadata']['namespace']}/{cm['metadata']['name']}", key, json.loads(text)))
+    return out
+
+
+def test_two_releases_keep_their_own_dashboards() -> None:
+    """Grafana keys a dashboard by uid (and refuses two with one title in a folder), and the
+    dashboard sidecar writes every ConfigMap key as a file into one folder: two observability
+    releases (two models) must differ in all four, or one overwrites the other."""
+    values_file = SCENARIO_FILES[0]
+    releases = [("llm", "obs-a"), ("llm", "obs-b"), ("other", "obs-a")]
+    seen: dict[str, list] = {"configmap": [], "key": [], "uid": [], "title": []}
+    for namespace, release in releases:
+        dashboards = _dashboards(helm.render(CHART, [values_file], release=release, namespace=namespace))
+        assert dashboards, f"{release}: no dashboard rendered"
+        for cm, key, dash in dashboards:
+            assert len(dash["uid"]) <= 40, f"{dash['uid']}: Grafana uids are at most 40 characters"
+            for what, value in (("configmap", cm), ("key", key), ("uid", dash["uid"]), ("title", dash["title"])):
+                seen[what].append(value)
+    for what, values in seen.items():
+        assert len(set(values)) == len(values), f"dashboard {what} shared between releases: {values}"

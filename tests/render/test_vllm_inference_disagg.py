@@ -20,6 +20,9 @@ from vllm_eks.plan import Plan
 from vllm_eks.chart_values.options import ValuesOptions
 from vllm_eks.chart_values.vllm_inference import build_values
 
+# The committed scenarios use the default release and namespace.
+DEFAULTS = ValuesOptions()
+
 pytestmark = pytest.mark.render
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,7 +69,7 @@ def assert_disaggregated_matches_plan(objects: list[dict[str, Any]], plan: Plan,
     assert app["args"]["prefill_config"]["model_loading_config"] == app["args"]["decode_config"]["model_loading_config"]
     assert len(zones) == 1, "both pools in one availability zone (EFA does not cross zones)"
     if gpu_infra is not None:
-        (pool,) = [p for p in gpu_infra["pools"] if p["name"] == contract.pool_name(plan.instance)]
+        (pool,) = [p for p in gpu_infra["pools"] if p["name"] == contract.pool_name(plan.instance, DEFAULTS.release, DEFAULTS.namespace)]
         assert pool["zones"] == sorted(zones) and pool["efa"] is True
 
 

@@ -22,6 +22,9 @@ from vllm_eks.chart_values.options import ValuesOptions
 from vllm_eks.units import parse_quantity
 from vllm_eks.chart_values.vllm_inference import NCCL_SOCKET_IFNAME, VLLM_IMAGE_TAG, build_values
 
+# The committed scenarios use the default release and namespace.
+DEFAULTS = ValuesOptions()
+
 pytestmark = pytest.mark.render
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,10 +127,10 @@ def assert_multinode_matches_plan(objects: list[dict[str, Any]], plan: Plan,
     assert len(zones) == 1
     for t in (leader, worker):
         sel = t["spec"]["nodeSelector"]
-        assert sel[contract.POOL_LABEL] == contract.pool_name(plan.instance)
+        assert sel[contract.POOL_LABEL] == contract.pool_name(plan.instance, DEFAULTS.release, DEFAULTS.namespace)
         assert sel[contract.INSTANCE_TYPE_LABEL] == plan.instance
     if gpu_infra is not None:
-        (pool,) = [p for p in gpu_infra["pools"] if p["name"] == contract.pool_name(plan.instance)]
+        (pool,) = [p for p in gpu_infra["pools"] if p["name"] == contract.pool_name(plan.instance, DEFAULTS.release, DEFAULTS.namespace)]
         assert pool["zones"] == sorted(zones)
 
     # pod sizing and drain as single-node

@@ -22,6 +22,9 @@ from vllm_eks.chart_values.options import ValuesOptions
 from vllm_eks.units import parse_quantity
 from vllm_eks.chart_values.vllm_inference import build_values
 
+# The committed scenarios use the default release and namespace.
+DEFAULTS = ValuesOptions()
+
 pytestmark = pytest.mark.render
 
 # Per-topology consistency checks live next to each topology's render tests.
@@ -88,7 +91,7 @@ def assert_matches_plan(objects: list[dict[str, Any]], plan: Plan) -> None:
     assert plan.pod.prestop_seconds + plan.pod.shutdown_timeout_seconds <= plan.pod.termination_grace_period_seconds
 
     # placement on the pool charts/gpu-infra creates for this instance type
-    assert pod["nodeSelector"][contract.POOL_LABEL] == contract.pool_name(plan.instance)
+    assert pod["nodeSelector"][contract.POOL_LABEL] == contract.pool_name(plan.instance, DEFAULTS.release, DEFAULTS.namespace)
     assert pod["nodeSelector"][contract.INSTANCE_TYPE_LABEL] == plan.instance
 
 

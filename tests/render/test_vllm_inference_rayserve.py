@@ -18,6 +18,9 @@ from vllm_eks.plan import Plan
 from vllm_eks.chart_values.options import ValuesOptions
 from vllm_eks.chart_values.vllm_inference import RAY_IMAGE_TAG, RAY_VERSION, build_values
 
+# The committed scenarios use the default release and namespace.
+DEFAULTS = ValuesOptions()
+
 pytestmark = pytest.mark.render
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,7 +69,7 @@ def assert_rayserve_matches_plan(objects: list[dict[str, Any]], plan: Plan,
     assert rs["spec"]["rayClusterConfig"]["enableInTreeAutoscaling"] is True
     (c,) = group["template"]["spec"]["containers"]
     assert c["resources"]["limits"][contract.GPU_RESOURCE] == plan.layout.gpus_per_pod
-    assert group["template"]["spec"]["nodeSelector"][contract.POOL_LABEL] == contract.pool_name(plan.instance)
+    assert group["template"]["spec"]["nodeSelector"][contract.POOL_LABEL] == contract.pool_name(plan.instance, DEFAULTS.release, DEFAULTS.namespace)
     app = serve_app(rs)
     assert app["import_path"] == "ray.serve.llm:build_openai_app"
     (llm,) = app["args"]["llm_configs"]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,7 @@ def test_pool_label_differs(tmp_path: Path) -> None:
         v["pools"][0]["name"] = "gpu-somewhere-else"
     infra, server = _pair(tmp_path, _scenario("g6e-xlarge"), infra_change=rename)
     m = _only(fit.check_objects(infra, server), "pool-label")
-    assert f"{contract.POOL_LABEL}=gpu-g6e-xlarge" in m.message and "gpu-somewhere-else" in m.message
+    assert f"{contract.POOL_LABEL}=llm-vllm-g6e-xlarge" in m.message and "gpu-somewhere-else" in m.message
 
 
 @pytest.mark.render
@@ -97,7 +98,7 @@ def test_toleration_missing(tmp_path: Path) -> None:
     infra, server = _pair(tmp_path, _scenario("g6e-xlarge"))
     _pod_spec(server)["tolerations"] = []
     m = _only(fit.check_objects(infra, server), "toleration")
-    assert "nvidia.com/gpu:NoSchedule" in m.message and m.pool == "gpu-g6e-xlarge"
+    assert "nvidia.com/gpu:NoSchedule" in m.message and m.pool == "llm-vllm-g6e-xlarge"
 
 
 @pytest.mark.render
@@ -131,22 +132,42 @@ def test_memory_request_above_allocatable(tmp_path: Path) -> None:
     resources["requests"]["memory"] = "28Gi"
     resources["limits"]["memory"] = "28Gi"
     m = _only(fit.check_objects(infra, server), "memory")
-    # g6e.xlarge: 29317Mi allocatable; the chart's DaemonSets and the 1 GiB reserve come off it.
-    assert m.message.startswith("memory request 28.0 GiB exceeds the 27.1 GiB available on g6e.xlarge")
-    assert "allocatable 28.6 GiB" in m.message and "reserve 1.0 GiB" in m.message
+    # g6e.xlarge: 29317Mi allocatable; the Plan's 4 GiB DaemonSet reserve (more than the chart's
+    # DaemonSets request) comes off it.
+    assert m.message.startswith("memory request 28.0 GiB exceeds the 24.6 GiB available on g6e.xlarge")
+    assert "allocatable 28.6 GiB" in m.message and "reserve 4.0 GiB" in m.message
 
 
 @pytest.mark.render
 def test_daemonsets_count_against_the_node(tmp_path: Path) -> None:
-    """A request that fits the bare allocatable but not after the DaemonSets is still caught."""
+    """A request that fits after the reserve but not after the gpu-infra DaemonSets (when they
+    request more than the reserve) is still caught."""
     infra, server = _pair(tmp_path, _scenario("g6e-xlarge"))
     alloc = 29317 * fit.MIB
-    request = alloc - fit.SYSTEM_RESERVE_MEMORY_BYTES - 100 * fit.MIB  # leaves less than the DaemonSets need
+    small = fit.Reserve(memory_bytes=100 * fit.MIB)
+    request = alloc - small.memory_bytes - 100 * fit.MIB  # leaves less than the DaemonSets need
     resources = _container(server)["resources"]
     resources["requests"]["memory"] = str(request)
     resources["limits"]["memory"] = str(request)
-    m = _only(fit.check_objects(infra, server), "memory")
+    m = _only(fit.check_objects(infra, server, reserve=small), "memory")
     assert "gpu-infra DaemonSets 0.6 GiB" in m.message
+
+
+@pytest.mark.render
+def test_check_fit_keeps_the_plans_daemonset_reserve(tmp_path: Path) -> None:
+    """check-fit reads the reserve of the scenario's plan.json: a folder whose pods were sized
+    with a smaller reserve than its plan.json states does not fit."""
+    scenario = _scenario("g6e-xlarge")
+    folder = tmp_path / "scenario"
+    folder.mkdir()
+    for f in ("gpu-infra.yaml", "vllm-inference.yaml", "plan.json"):
+        (folder / f).write_text((scenario / f).read_text())
+    assert fit.check_fit(folder, helm=HELM4) == []
+    plan = json.loads((folder / "plan.json").read_text())
+    plan["daemonset_reserve_cpu_millicores"] += 500
+    (folder / "plan.json").write_text(json.dumps(plan))
+    m = _only(fit.check_fit(folder, helm=HELM4), "cpu")
+    assert f"reserve {plan['daemonset_reserve_cpu_millicores']}m" in m.message
 
 
 @pytest.mark.render

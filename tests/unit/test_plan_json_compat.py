@@ -11,10 +11,15 @@ import gzip
 import json
 from pathlib import Path
 
+import math
+
+from vllm_eks import pools, sizing
 from vllm_eks.errors import VllmEksError
+from vllm_eks.hardware import instance_catalog
 from vllm_eks.plan import Plan
 from vllm_eks.planner import make_plan
 from vllm_eks.request import PlanRequest
+from vllm_eks.units import GIB, MIB, gib
 
 BASELINE = Path(__file__).parent / "data" / "plan-baseline.json.gz"
 
@@ -38,7 +43,7 @@ def _strip(args: list[str], tokens: dict[str, int]) -> tuple[list[str], list[lis
     return kept, taken
 
 
-def _engine_args_change(old, new) -> bool:
+def _engine_args_change(old, new, old_plan, new_plan) -> bool:
     """engine_args is rendered from the engine settings mapping: the settings come before the
     chart-owned --load-format and --shutdown-timeout, so `--no-async-scheduling` and a phase's
     `--kv-transfer-config` move up; and multi-node plans no longer carry
@@ -51,10 +56,67 @@ def _engine_args_change(old, new) -> bool:
             and all(d == ["--distributed-executor-backend", "ray"] for d in dropped))
 
 
-def _same_derivations(old, new) -> bool:
+# The DaemonSet reserve the baseline release took off node allocatable before sharing it.
+_OLD_RESERVE_CPU_M = 1000
+_OLD_RESERVE_MEMORY = 3 * GIB
+
+
+def _share(plan) -> tuple[int, int, float] | None:
+    hw = instance_catalog().get(plan["instance"])
+    if hw is None or not hw.alloc_cpu_millicores:
+        return None
+    return hw.alloc_cpu_millicores, hw.alloc_memory_bytes, plan["gpus_per_pod"] / hw.gpus_per_node
+
+
+def _cpu_request_change(old, new, old_plan, new_plan) -> bool:
+    """The DaemonSet reserve became a setting whose default grew from 1000m to the itemised
+    sizing.DEFAULT_DAEMONSET_RESERVE_CPU_M (issue 13, defect 6): the request is still allocatable
+    minus the reserve times the pod's GPU share, with the old reserve before and the Plan's after."""
+    shape = _share(new_plan)
+    if shape is None or new_plan["daemonset_reserve_cpu_millicores"] != sizing.DEFAULT_DAEMONSET_RESERVE_CPU_M:
+        return False
+    alloc, _, share = shape
+    return (old == int((alloc - _OLD_RESERVE_CPU_M) * share) // 10 * 10
+            and new == int((alloc - new_plan["daemonset_reserve_cpu_millicores"]) * share) // 10 * 10)
+
+
+def _memory_request_change(old, new, old_plan, new_plan) -> bool:
+    """Same as the CPU request: memory reserve from 3 GiB to sizing.DEFAULT_DAEMONSET_RESERVE_MEMORY."""
+    shape = _share(new_plan)
+    if shape is None or new_plan["daemonset_reserve_memory_bytes"] != sizing.DEFAULT_DAEMONSET_RESERVE_MEMORY:
+        return False
+    _, alloc, share = shape
+    return (old == int((alloc - _OLD_RESERVE_MEMORY) * share) // MIB * MIB
+            and new == int((alloc - new_plan["daemonset_reserve_memory_bytes"]) * share) // MIB * MIB)
+
+
+def _root_volume_change(old, new, old_plan, new_plan) -> bool:
+    """With instanceStorePolicy RAID0 the kubelet and containerd use the NVMe array, so the root
+    volume holds the OS and images only (issue 13, defect 7); before, it was sized for the model
+    (OS + image + the pod's ephemeral storage) on every instance."""
+    step = pools.ROOT_VOLUME_STEP
+    base = pools.OS_DISK_BYTES + pools.IMAGE_DISK_BYTES
+    return (new_plan["instance_store_policy"] == "RAID0" and new == math.ceil(base / step) * step
+            and old == math.ceil((base + new_plan["ephemeral_storage_bytes"]) / step) * step)
+
+
+# Derivation lines added by defects 6 and 7, and the lines whose value follows the changed keys.
+_NEW_DERIVATIONS = {"daemonset_reserve_cpu_millicores", "daemonset_reserve_memory_bytes", "instance_store_policy"}
+_FOLLOWING = {"cpu_request_millicores": lambda p: f"{p['cpu_request_millicores']}m",
+              "memory_request_bytes": lambda p: gib(p["memory_request_bytes"]),
+              "root_volume_bytes": lambda p: gib(p["root_volume_bytes"])}
+
+
+def _same_derivations(old, new, old_plan, new_plan) -> bool:
     """Derivations are produced by the section that computes each number, so their order
-    follows the sections; the same (key, value) lines must all be there."""
-    return sorted(map(tuple, old)) == sorted(map(tuple, new))
+    follows the sections; the same (key, value) lines must all be there, except the lines the
+    DaemonSet reserve and the instance store added, and the requests and root volume lines,
+    which must show the Plan's new values."""
+    def kept(lines):
+        return sorted((k, v) for k, v in lines if k not in _NEW_DERIVATIONS and k not in _FOLLOWING)
+    following = [(k, v) for k, v in new if k in _FOLLOWING]
+    return (kept(old) == kept(new) and {k for k, _ in new} >= _NEW_DERIVATIONS
+            and all(v == _FOLLOWING[k](new_plan) for k, v in following))
 
 
 # key path -> rule a changed value must satisfy (each rule's docstring says why).
@@ -63,6 +125,9 @@ CHANGED = {
     "plan.prefill.engine_args": _engine_args_change,
     "plan.decode.engine_args": _engine_args_change,
     "plan.derivations": _same_derivations,
+    "plan.cpu_request_millicores": _cpu_request_change,
+    "plan.memory_request_bytes": _memory_request_change,
+    "plan.root_volume_bytes": _root_volume_change,
 }
 
 
@@ -81,9 +146,10 @@ def _current(key: str, variants: dict) -> dict:
     return plan
 
 
-def _differences(path: str, old, new) -> list[str]:
+def _differences(path: str, old, new, old_plan=None, new_plan=None) -> list[str]:
+    old_plan, new_plan = (old, new) if old_plan is None else (old_plan, new_plan)
     if path in CHANGED and old != new:
-        return [] if CHANGED[path](old, new) else [f"{path}: {old!r} -> {new!r}"]
+        return [] if CHANGED[path](old, new, old_plan, new_plan) else [f"{path}: {old!r} -> {new!r}"]
     if isinstance(old, dict):
         if not isinstance(new, dict):
             return [f"{path}: was an object, now {type(new).__name__}"]
@@ -92,7 +158,7 @@ def _differences(path: str, old, new) -> list[str]:
             if k not in new:
                 out.append(f"{path}.{k}: missing")
             else:
-                out += _differences(f"{path}.{k}", v, new[k])
+                out += _differences(f"{path}.{k}", v, new[k], old_plan, new_plan)
         return out
     if type(old) is not type(new):
         return [f"{path}: type {type(old).__name__} -> {type(new).__name__}"]

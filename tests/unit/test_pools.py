@@ -39,3 +39,30 @@ def test_root_volume_and_thresholds():
     assert c.root_volume_bytes == 80 * GIB             # 20 + 30 + 25.x, rounded up to 10 GiB
     assert c.queue_alert_threshold == 64                # 256 / 4
     assert c.scale_up_period_seconds == 1800            # HPA maximum
+
+
+def test_raid0_root_volume_holds_only_the_os_and_images():
+    """With the instance store as RAID0, kubelet and containerd live on the NVMe array: the root
+    EBS volume keeps the OS and images at gp3 baseline; without local disks it holds the model."""
+    common = dict(replicas=1, serve_max=None, phase_replicas=None, nodes_per_replica=1, gpus_per_pod=8,
+                  gpus_per_node=8, ephemeral_bytes=150 * GIB, max_num_seqs=256, startup_seconds=3000)
+    ebs = plan_pools(**common)
+    assert ebs.instance_store_policy is None
+    assert ebs.root_volume_bytes == 200 * GIB and (ebs.root_volume_iops, ebs.root_volume_throughput_mib_s) == (16000, 1000)
+    raid = plan_pools(**common, local_nvme_bytes=30400 * 10**9)
+    assert raid.instance_store_policy == "RAID0"
+    assert raid.root_volume_bytes == 50 * GIB and (raid.root_volume_iops, raid.root_volume_throughput_mib_s) == (3000, 125)
+    small = plan_pools(**common, local_nvme_bytes=100 * 10**9)   # the model does not fit the array
+    assert small.instance_store_policy is None and small.root_volume_bytes == 200 * GIB
+
+
+def test_p5_plan_raid0_root_volume_reaches_gpu_infra():
+    from vllm_eks.chart_values import gpu_infra
+    from vllm_eks.chart_values.options import ValuesOptions
+    from vllm_eks.planner import make_plan
+    from vllm_eks.request import PlanRequest
+    plan = make_plan(PlanRequest(model="llama-3.1-70b-instruct", instance="p5.48xlarge"))
+    assert plan.pool.instance_store_policy == "RAID0" and plan.pool.root_volume_bytes == 50 * GIB
+    (pool,) = gpu_infra.build_values(plan, ValuesOptions()).pools
+    assert pool.instance_store_policy == "RAID0"
+    assert (pool.root_volume.size_gi, pool.root_volume.iops, pool.root_volume.throughput) == (50, 3000, 125)

@@ -217,6 +217,47 @@ def test_renamed_metrics_are_queried_under_both_names() -> None:
                     assert old + suffix in names, f"{where}: reads {new + suffix} but not {old + suffix}"
 
 
+# vLLM's renames, by meaning. vllm:time_per_output_token_seconds measured the time between engine
+# iterations of a stream; vLLM renamed it vllm:inter_token_latency_seconds (deprecated in 0.11 by
+# vllm-project/vllm#24110, removed by #32661). vllm:request_time_per_output_token_seconds is a
+# different metric (one observation per finished request: its decode time over its output tokens),
+# not the new name of anything.
+EXPECTED_RENAMES = {
+    "vllm:gpu_cache_usage_perc": "vllm:kv_cache_usage_perc",
+    "vllm:time_per_output_token_seconds": "vllm:inter_token_latency_seconds",
+}
+NOT_A_RENAME = "vllm:request_time_per_output_token_seconds"
+
+
+def test_the_renamed_block_pairs_names_by_meaning() -> None:
+    assert RENAMED == EXPECTED_RENAMES, f"docs/metrics-sources.md renamed block: {RENAMED}"
+
+
+def _base_names(expr: str) -> set[str]:
+    names = set(_selectors(promql_parser.parse(expr)))
+    return {n.removesuffix(s) for n in names for s in HISTOGRAM_SUFFIXES if n.endswith(s)} | names
+
+
+def test_each_query_reads_both_names_of_a_renamed_pair_and_never_the_per_request_metric() -> None:
+    """Both directions: a query that reads either name of a rename reads the other, and a query on
+    the inter-token latency pair does not mix in the per-request TPOT histogram."""
+    for where, expr in EXPRESSIONS:
+        names = _base_names(expr)
+        for old, new in EXPECTED_RENAMES.items():
+            if old in names or new in names:
+                assert {old, new} <= names, f"{where}: reads one of {old} / {new} but not both\n{expr}"
+        itl = {"vllm:time_per_output_token_seconds", "vllm:inter_token_latency_seconds"}
+        assert not (itl & names and NOT_A_RENAME in names), \
+            f"{where}: pairs {NOT_A_RENAME} (per-request) with the inter-token latency histogram\n{expr}"
+
+
+def test_tpot_recording_rules_read_the_inter_token_latency_pair() -> None:
+    tpot = [expr for where, expr in EXPRESSIONS if "vllm_tpot_seconds" in where]
+    assert tpot, "no TPOT recording rule found"
+    for expr in tpot:
+        assert {"vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"} <= _base_names(expr)
+
+
 def test_name_check_rejects_unknown_and_unguarded_names() -> None:
     """The checker itself: it must flag what the chart must never contain."""
     allowed = ALLOWED

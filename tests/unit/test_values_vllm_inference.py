@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import jsonschema
@@ -51,11 +52,13 @@ def make_plan(**overrides) -> Plan:
         gpu_memory_utilization=0.9, kv_cache_memory_bytes=None, max_num_seqs=256,
         max_num_batched_tokens=8192, enable_chunked_prefill=True, enable_prefix_caching=True,
         shm_size_bytes=64 * GIB, efa_devices_per_pod=0, cpu_request_millicores=91500,
-        memory_request_bytes=600 * GIB, ephemeral_storage_bytes=160 * GIB + 12345,
+        memory_request_bytes=600 * GIB, daemonset_reserve_cpu_millicores=2000,
+        daemonset_reserve_memory_bytes=4 * GIB, ephemeral_storage_bytes=160 * GIB + 12345,
         load_bandwidth_bytes_per_s=400 << 20, startup_probe_seconds=905,
         shutdown_timeout_seconds=120, prestop_seconds=15, termination_grace_period_seconds=150,
         cost_per_hour_usd=55.04, autoscaling_min_replicas=3, autoscaling_max_replicas=6, pool_nodes=6,
-        pool_gpu_limit=56, root_volume_bytes=220 * GIB, queue_alert_threshold=64, scale_up_period_seconds=905,
+        pool_gpu_limit=56, root_volume_bytes=220 * GIB, instance_store_policy=None, root_volume_iops=16000,
+        root_volume_throughput_mib_s=1000, queue_alert_threshold=64, scale_up_period_seconds=905,
         slo_ttft_p99_seconds=0.5, slo_tpot_p99_seconds=0.03, settings=SETTINGS,
     )
     fields.update(overrides)
@@ -85,7 +88,7 @@ def test_builder_takes_every_number_from_the_plan() -> None:
     assert v.drain.pre_stop_seconds == 15
     assert v.drain.shutdown_timeout_seconds == 120
     assert v.drain.termination_grace_period_seconds == 150
-    assert v.scheduling.pool == contract.pool_name("p5.48xlarge") == "gpu-p5-48xlarge"
+    assert v.scheduling.pool == contract.pool_name("p5.48xlarge", "vllm", "llm") == "llm-vllm-p5-48xlarge"
     assert v.scheduling.instance_type == "p5.48xlarge"
     assert v.model.huggingface.token_secret.name == "hf-token"
 
@@ -286,3 +289,14 @@ def test_cpu_quantity(m: int, text: str) -> None:
     assert math.isclose(parse_quantity(text) * 1000, m)
 
 
+
+
+def test_pool_name_is_per_release_and_a_label_value() -> None:
+    """NodePools are cluster-scoped: the pool of each release (namespace + release) has its own name."""
+    names = {contract.pool_name("p5.48xlarge", r, ns) for r in ("vllm", "llama", "gptoss") for ns in ("llm", "team-b")}
+    assert len(names) == 6
+    long = contract.pool_name("p5.48xlarge", "r" * 53, "n" * 63)
+    other = contract.pool_name("p5.48xlarge", "r" * 52 + "s", "n" * 63)
+    for name in (long, other, *names):
+        assert len(name) <= 63 and re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name), name
+    assert long != other

@@ -199,3 +199,15 @@ Usage: include "observability.ruleGroups" (dict "root" $ "file" "rules/x.yaml")
 {{- end -}}
 {{- toYaml $groups -}}
 {{- end -}}
+
+{{/*
+observability.dashboardUid: (dict "ctx" $ "stem" "<dashboards/ file name without .json>") -> the
+Grafana uid of that dashboard for this release: the stem and a hash of namespace/release, at most
+40 characters (Grafana's uid limit). Grafana keys dashboards by uid, so two releases (two models)
+each keep their own; the ConfigMap key uses it too, because the dashboard sidecar writes every key
+as a file into one folder.
+*/}}
+{{- define "observability.dashboardUid" -}}
+{{- $hash := printf "%s/%s" .ctx.Release.Namespace .ctx.Release.Name | sha256sum | trunc 10 -}}
+{{- printf "%s-%s" (.stem | trunc 29 | trimSuffix "-") $hash -}}
+{{- end -}}

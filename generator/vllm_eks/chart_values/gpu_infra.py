@@ -7,13 +7,13 @@ DCGM exporter). Field names and shapes were checked against the pinned Karpenter
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import Field
 
 from .. import contract
 from ..errors import InvalidOptionError
-from ..hardware import instance_catalog
 from ..plan import Plan
 from .base import Quantity, ValuesModel
 from .options import ValuesOptions, efa_zone
@@ -109,9 +109,15 @@ class CapacityReservationTerm(ValuesModel):
         default=None, description="Select reservations by match criteria")
 
 
+# An EC2 placement group id is `pg-` and 17 lower-case hex digits (EC2 resource ids, e.g.
+# pg-0123456789abcdef0 in the EC2 API reference for DescribePlacementGroups); anything else is a name.
+PLACEMENT_GROUP_ID = r"^pg-[0-9a-f]{17}$"
+
+
 class PlacementGroup(ValuesModel):
     name: str | None = Field(default=None, min_length=1, description="Placement group name (exclusive with id)")
-    id: str | None = Field(default=None, pattern=r"^pg-[0-9a-z]+$", description="Placement group id (exclusive with name)")
+    id: str | None = Field(default=None, pattern=PLACEMENT_GROUP_ID,
+                           description="Placement group id, `pg-` and 17 hex digits (exclusive with name)")
 
 
 class Budget(ValuesModel):
@@ -180,7 +186,9 @@ class Pool(ValuesModel):
     """One GPU pool. Keys left out come from poolDefaults."""
 
     name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63,
-                      description=f"NodePool/EC2NodeClass name and value of the {contract.POOL_LABEL} node label")
+                      description=(f"NodePool/EC2NodeClass name and value of the {contract.POOL_LABEL} node label; "
+                                   "cluster-scoped, so unique in the cluster: one pool per model-server release "
+                                   "(`vllm-eks values` writes `<namespace>-<release>-<instance type>`)"))
     instance_types: list[str] = Field(min_length=1, description="EC2 instance types of the pool")
     gpu_limit: int = Field(ge=1, description="NodePool limit on nvidia.com/gpu (GPUs of all its nodes)")
     capacity_types: list[Literal["on-demand", "spot", "reserved"]] | None = Field(
@@ -244,29 +252,29 @@ def gpu_limit(plan: Plan) -> int:
     return plan.pool.pool_gpu_limit
 
 
-def _placement_group(name: str | None) -> PlacementGroup | None:
-    if not name:
+def _placement_group(value: str | None) -> PlacementGroup | None:
+    """--placement-group: an id when it has the exact id form, else a name (`pg-llm` is a name)."""
+    if not value:
         return None
-    return PlacementGroup(id=name) if name.startswith("pg-") else PlacementGroup(name=name)
+    return PlacementGroup(id=value) if re.fullmatch(PLACEMENT_GROUP_ID, value) else PlacementGroup(name=value)
 
 
 def build_values(plan: Plan, options: ValuesOptions) -> GpuInfraValues:
-    catalog = instance_catalog()
-    hw = catalog.get(plan.instance)
     efa = plan.pod.efa_devices_per_pod > 0
     zone = efa_zone(plan.pod.efa_devices_per_pod, options)
     capacity_types = list(dict.fromkeys(options.capacity_types))
     if options.capacity_reservation_ids and "reserved" not in capacity_types:
         capacity_types.append("reserved")
     pool = Pool(
-        name=contract.pool_name(plan.instance),
+        name=contract.pool_name(plan.instance, options.release, options.namespace),
         instance_types=[plan.instance],
         capacity_types=capacity_types,
         zones=[zone] if zone else [],
         efa=efa,
         gpu_limit=gpu_limit(plan),
-        instance_store_policy="RAID0" if hw is not None and hw.local_nvme_gb > 0 else None,
-        root_volume=RootVolumeOverride(size_gi=plan.pool.root_volume_bytes // GIB),
+        instance_store_policy=plan.pool.instance_store_policy,
+        root_volume=RootVolumeOverride(size_gi=plan.pool.root_volume_bytes // GIB, iops=plan.pool.root_volume_iops,
+                                       throughput=plan.pool.root_volume_throughput_mib_s),
         capacity_reservations=[CapacityReservationTerm(id=i) for i in options.capacity_reservation_ids],
         placement_group=_placement_group(options.placement_group),
     )

@@ -95,7 +95,8 @@ class Monitors(ValuesModel):
 
 
 class Dashboards(ValuesModel):
-    enabled: bool = Field(default=True, description="Render the Grafana dashboard ConfigMaps")
+    enabled: bool = Field(default=True, description=(
+        "Render the Grafana dashboard ConfigMaps; uid, title and file name are per release, so releases do not overwrite each other"))
     sidecar_labels: dict[str, str] = Field(default_factory=lambda: {"grafana_dashboard": "1"}, min_length=1,
                                            description="Label the Grafana dashboard sidecar watches for")
     annotations: dict[str, str] = Field(default_factory=dict, description="Annotations on the dashboard ConfigMaps")

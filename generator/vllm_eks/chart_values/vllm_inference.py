@@ -590,8 +590,8 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
         drain=Drain(pre_stop_seconds=plan.pod.prestop_seconds,
                     shutdown_timeout_seconds=plan.pod.shutdown_timeout_seconds,
                     termination_grace_period_seconds=plan.pod.termination_grace_period_seconds),
-        scheduling=Scheduling(pool=contract.pool_name(plan.instance), instance_type=plan.instance,
-                              zone=efa_zone(plan.pod.efa_devices_per_pod, options)),
+        scheduling=Scheduling(pool=contract.pool_name(plan.instance, options.release, options.namespace),
+                              instance_type=plan.instance, zone=efa_zone(plan.pod.efa_devices_per_pod, options)),
         service_account=ServiceAccount(annotations=annotations),
     )
     if plan.pod.efa_devices_per_pod > 0 and plan.topology in ("single-node", "multi-node"):
