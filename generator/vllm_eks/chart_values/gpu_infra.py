@@ -180,7 +180,7 @@ class Pool(ValuesModel):
     """One GPU pool. Keys left out come from poolDefaults."""
 
     name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63,
-                      description=f"NodePool/EC2NodeClass name and value of the {contract.POOL_LABEL} node label")
+                      description="NodePool/EC2NodeClass name and value of the vllm-eks.io/pool node label")
     instance_types: list[str] = Field(min_length=1, description="EC2 instance types of the pool")
     gpu_limit: int = Field(ge=1, description="NodePool limit on nvidia.com/gpu (GPUs of all its nodes)")
     capacity_types: list[Literal["on-demand", "spot", "reserved"]] | None = Field(
