@@ -1,12 +1,17 @@
-"""Names the charts agree on. The generator writes these into every chart's values, so the
-model-server pods, the NodePools and the monitors read one source instead of repeating strings."""
+"""Names of other projects' APIs that the generator and `vllm-eks check-fit` read or write, and
+the NodePool name the generator gives each GPU pool.
+
+The label keys and resource names below belong to Kubernetes, Karpenter, the NVIDIA and EFA
+device plugins and LeaderWorkerSet, not to this project: they are kept here because Python code
+needs them (check-fit derives a node's labels and capacity from them). The project's own contract
+strings (the node label the GPU pools carry and the model-server pods select on, the GPU taint,
+the serving port, the health and metrics paths, the component label values) live in the chart
+templates only; Python tests read them from rendered output (tests/harness/chart_contract.py),
+and tests/unit/test_contract_strings.py fails when one of them is also defined under generator/."""
 
 import hashlib
 
-# Label Karpenter puts on every node of a NodePool (from the NodePool template's labels);
-# the model-server pods select on it.
-POOL_LABEL = "vllm-eks.io/pool"
-# Well-known label set by Karpenter and the kubelet.
+# Well-known labels set by the kubelet and Karpenter.
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
@@ -14,33 +19,21 @@ CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 GPU_COUNT_LABEL = "karpenter.k8s.aws/instance-gpu-count"
 GPU_NAME_LABEL = "karpenter.k8s.aws/instance-gpu-name"
 
+# Extended resources advertised by the NVIDIA and EFA device plugins.
 GPU_RESOURCE = "nvidia.com/gpu"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
-GPU_TAINT_KEY = "nvidia.com/gpu"
-GPU_TAINT_EFFECT = "NoSchedule"
-
-# The OpenAI-compatible server of vLLM.
-SERVING_PORT = 8000
-SERVING_PORT_NAME = "http"
-METRICS_PATH = "/metrics"
-HEALTH_PATH = "/health"
-
-# Component label values (app.kubernetes.io/component) of vllm-inference objects.
-COMPONENT_SERVER = "server"
-COMPONENT_PREFILL = "prefill"
-COMPONENT_DECODE = "decode"
 
 # Label the LeaderWorkerSet controller puts on pods: worker index "0" is the leader.
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 
 
-# Longest Kubernetes label value (the pool name is the value of POOL_LABEL on every node).
+# Longest Kubernetes label value (the pool name is a node label value).
 LABEL_VALUE_MAX = 63
 
 
 def pool_name(instance: str, release: str, namespace: str) -> str:
     """Name of the GPU pool of one vllm-inference release: the NodePool, its EC2NodeClass and the
-    POOL_LABEL value its nodes carry, e.g. p5.48xlarge for release vllm in llm -> llm-vllm-p5-48xlarge.
+    value of the pool label its nodes carry, e.g. p5.48xlarge for release vllm in llm -> llm-vllm-p5-48xlarge.
 
     NodePools and EC2NodeClasses are cluster-scoped, so a name per instance type would make the
     second model on the same instance type (its own gpu-infra release) claim the first one's

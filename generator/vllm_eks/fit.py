@@ -5,7 +5,8 @@ for every model-server pod template (Deployment, StatefulSet, LeaderWorkerSet le
 RayCluster/RayService head and worker groups, bare Pods) looks for a Karpenter NodePool that
 
 - defines the node labels the pod's nodeSelector and required node affinity ask for (template
-  labels, requirements, and the labels Karpenter derives from the instance type),
+  labels, requirements, and the labels Karpenter derives from the instance type), matched the
+  way the scheduler matches them, with no label key special to this check,
 - carries only taints the pod tolerates,
 - offers an instance type whose allocatable (instances.csv) minus the DaemonSets the gpu-infra
   chart puts on it, or the Plan's DaemonSet reserve when larger, covers the pod's CPU,
@@ -222,19 +223,20 @@ def pod_templates(objects: Iterable[dict[str, Any]]) -> list[PodTemplate]:
     return out
 
 
-def _selects_pool(spec: dict[str, Any]) -> bool:
-    if contract.POOL_LABEL in (spec.get("nodeSelector") or {}):
-        return True
+def _selected_keys(spec: dict[str, Any]) -> set[str]:
+    """Node label keys the pod's nodeSelector and required node affinity name."""
+    keys = set(spec.get("nodeSelector") or {})
     for term in _required_terms(spec):
-        if any(e.get("key") == contract.POOL_LABEL for e in term.get("matchExpressions") or []):
-            return True
-    return False
+        keys |= {str(e.get("key")) for e in term.get("matchExpressions") or []}
+    return keys
 
 
-def is_model_server(t: PodTemplate) -> bool:
+def is_model_server(t: PodTemplate, pools: Sequence[Pool] = ()) -> bool:
+    """A pod that requests GPUs or EFA interfaces, or selects a label that only the GPU pools'
+    NodePools give their nodes."""
     req = t.requests()
     return (req.get(contract.GPU_RESOURCE, 0) > 0 or req.get(contract.EFA_RESOURCE, 0) > 0
-            or _selects_pool(t.spec))
+            or bool(_selected_keys(t.spec) & pool_label_keys(pools)))
 
 
 # --- pools ------------------------------------------------------------------------------------
@@ -286,6 +288,11 @@ class Pool:
         return str(spec.get("amiFamily", "")).lower()
 
 
+def pool_label_keys(pools: Iterable[Pool]) -> set[str]:
+    """Label keys the NodePools put on their nodes themselves (their template labels)."""
+    return {key for pool in pools for key in pool.labels}
+
+
 def label_domain(pool: Pool, hw: Hardware) -> dict[str, set[str] | None]:
     """Values each node label can take on a node of `pool` of type `hw` (None = any value).
     A key that is absent here is a label Karpenter will not put on the node."""
@@ -324,8 +331,8 @@ def _required_terms(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return ((na.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or [])
 
 
-def _label_reason(key: str) -> str:
-    if key == contract.POOL_LABEL:
+def _label_reason(key: str, pool_keys: Iterable[str]) -> str:
+    if key in pool_keys:
         return "pool-label"
     if key == contract.ZONE_LABEL:
         return "zone"
@@ -361,18 +368,22 @@ def _expr_problem(expr: dict[str, Any], domain: dict[str, set[str] | None]) -> s
     return None
 
 
-def selection_problems(spec: dict[str, Any], domain: dict[str, set[str] | None]) -> list[tuple[str, str]]:
-    """(reason, message) for each nodeSelector entry / required affinity the node cannot meet."""
+def selection_problems(spec: dict[str, Any], domain: dict[str, set[str] | None],
+                       pool_keys: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """(reason, message) for each nodeSelector entry / required affinity the node cannot meet, as
+    the scheduler matches them: every entry and every expression of one term satisfied by the node's
+    labels (`domain`). `pool_keys`: labels the NodePool sets itself, reported as pool-label."""
+    pool_keys = set(pool_keys)
     problems: list[tuple[str, str]] = []
     for key, value in (spec.get("nodeSelector") or {}).items():
         p = _expr_problem({"key": key, "operator": "In", "values": [str(value)]}, domain)
         if p:
-            problems.append((_label_reason(key), p.replace(f"requires {key} in ['{value}']", f"selects {key}={value}")))
+            problems.append((_label_reason(key, pool_keys), p.replace(f"requires {key} in ['{value}']", f"selects {key}={value}")))
     terms = _required_terms(spec)
     if terms:
         term_problems = []
         for term in terms:
-            ps = [(_label_reason(e.get("key", "")), p) for e in term.get("matchExpressions") or []
+            ps = [(_label_reason(e.get("key", ""), pool_keys), p) for e in term.get("matchExpressions") or []
                   if (p := _expr_problem(e, domain))]
             if not ps:
                 term_problems = []
@@ -580,7 +591,8 @@ def _evaluate(t: PodTemplate, pool: Pool, catalog: dict[str, Hardware],
             cand = _Candidate(pool, [("instance", f"instance type {name} is not in the instance catalog")])
         else:
             shape = node_shape(pool, hw, daemonsets, reserve)
-            problems = selection_problems(t.spec, label_domain(pool, hw)) + taint_problems + resource_problems(req, shape)
+            problems = (selection_problems(t.spec, label_domain(pool, hw), pool.labels)
+                        + taint_problems + resource_problems(req, shape))
             cand = _Candidate(pool, problems, shape)
         if best is None or len(cand.problems) < len(best.problems):
             best = cand
@@ -617,7 +629,7 @@ def check_objects(infra_objects: list[dict[str, Any]], server_objects: list[dict
     pools = build_pools(infra_objects)
     daemonsets = _kind(infra_objects, "DaemonSet")
     mismatches = _duplicate_plugin_mismatches(pools, daemonsets, catalog)
-    templates = [t for t in pod_templates(server_objects) if is_model_server(t)]
+    templates = [t for t in pod_templates(server_objects) if is_model_server(t, pools)]
     if not templates:
         return mismatches + [Mismatch("vllm-inference", "-", None, "no-pods",
                                       "the rendered model server has no pod template requesting GPUs")]
@@ -633,19 +645,36 @@ def check_objects(infra_objects: list[dict[str, Any]], server_objects: list[dict
             assert best.shape is not None
             placed[best.pool.name].append((t, best.shape))
             continue
-        wanted = (t.spec.get("nodeSelector") or {}).get(contract.POOL_LABEL)
-        if wanted and wanted not in {p.labels.get(contract.POOL_LABEL) for p in pools}:
-            offered = sorted(str(p.labels.get(contract.POOL_LABEL)) for p in pools)
-            mismatches.append(Mismatch(t.workload, t.role, None, "pool-label",
-                                       f"selects {contract.POOL_LABEL}={wanted}, but the NodePools label their "
-                                       f"nodes {contract.POOL_LABEL}={', '.join(offered)}"))
+        unoffered = _unoffered_pool_labels(t, pools)
+        if unoffered:
+            mismatches += unoffered
             continue
-        # Report the pool the pod is meant for (its pool label), else the closest one.
-        meant = [c for c in candidates if wanted and c.pool.labels.get(contract.POOL_LABEL) == wanted]
+        # Report the pool the pod is meant for (the NodePool labels it selects), else the closest one.
+        wanted = _pool_selection(t.spec, pools)
+        meant = [c for c in candidates
+                 if wanted and all(c.pool.labels.get(k) == v for k, v in wanted.items())]
         closest = meant[0] if meant else min(candidates, key=lambda c: len(c.problems))
         mismatches += [Mismatch(t.workload, t.role, closest.pool.name, r, m) for r, m in closest.problems]
     mismatches += _limit_mismatches(pools, placed)
     return mismatches
+
+
+def _pool_selection(spec: dict[str, Any], pools: Sequence[Pool]) -> dict[str, str]:
+    """The pod's nodeSelector entries on labels the NodePools give their nodes themselves."""
+    keys = pool_label_keys(pools)
+    return {k: str(v) for k, v in (spec.get("nodeSelector") or {}).items() if k in keys}
+
+
+def _unoffered_pool_labels(t: PodTemplate, pools: Sequence[Pool]) -> list[Mismatch]:
+    """A pool-label mismatch for each such entry whose value no NodePool gives its nodes."""
+    out = []
+    for key, wanted in _pool_selection(t.spec, pools).items():
+        offered = sorted({p.labels[key] for p in pools if key in p.labels})
+        if wanted not in offered:
+            out.append(Mismatch(t.workload, t.role, None, "pool-label",
+                                f"selects {key}={wanted}, but the NodePools label their nodes "
+                                f"{key}={', '.join(offered)}"))
+    return out
 
 
 def _limit_mismatches(pools: list[Pool], placed: dict[str, list[tuple[PodTemplate, NodeShape]]]) -> list[Mismatch]:

@@ -21,6 +21,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from tests.harness import chart_contract
 from vllm_eks import contract, units
 from vllm_eks.units import GIB
 
@@ -242,18 +243,18 @@ def shapes_from_nodepools(objects: list[dict[str, Any]], plan_instance: str | No
 
 
 def shape_from_plan(plan: dict[str, Any], source: str, pool: str) -> NodeShape:
-    """The node the gpu-infra NodePool for plan['instance'] must produce (contract.py labels);
-    `pool` is the pool the model server selects (its values' scheduling.pool)."""
+    """The node the gpu-infra NodePool for plan['instance'] must produce (the labels and taint the
+    charts render); `pool` is the pool the model server selects (its values' scheduling.pool)."""
     row = instance(plan["instance"])
     labels = _karpenter_labels(row, pool, DEFAULT_ZONE, "on-demand", pool)
-    labels[contract.POOL_LABEL] = pool
+    labels[chart_contract.rendered().pool_label] = pool
     # Without an EC2NodeClass: the disk the plan asks for, plus what kubelet holds back.
     need = int(plan.get("ephemeral_storage_bytes") or 0)
     eph = max(row.local_nvme_gb * 10**9,
               math.ceil((need + _KUBE_RESERVED_EPHEMERAL) / (1 - _EVICTION_NODEFS_FRACTION)) + 20 * GIB)
     alloc, cap = _resources(row, eph)
-    taints = [{"key": contract.GPU_TAINT_KEY, "value": "true", "effect": contract.GPU_TAINT_EFFECT}]
-    return NodeShape(pool, row.name, labels, taints, alloc, cap, f"plan.json ({source}) + contract.py")
+    taints = [{"key": chart_contract.rendered().gpu_taint_key, "value": "true", "effect": chart_contract.rendered().gpu_taint_effect}]
+    return NodeShape(pool, row.name, labels, taints, alloc, cap, f"plan.json ({source}) + the charts' pool label and GPU taint")
 
 
 def node_manifest(shape: NodeShape, name: str) -> dict[str, Any]:

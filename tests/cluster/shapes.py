@@ -12,7 +12,7 @@ import yaml
 
 from tests.harness.helm import render
 
-from vllm_eks import contract
+from tests.harness import chart_contract
 from vllm_eks.units import quantity_millicores
 
 from .nodes import NodeShape, quantity_bytes, shape_from_plan, shapes_from_nodepools
@@ -33,7 +33,7 @@ def render_scenario_chart(scenario: Scenario, chart: str, namespace: str | None 
 
 def scenario_shapes(scenario: Scenario) -> list[NodeShape]:
     """Node shapes of the scenario's pools: from the rendered NodePools when gpu-infra renders
-    any, else the one pool plan.json + contract.py describe."""
+    any, else the one pool plan.json and the charts' pool label describe."""
     plan = scenario.plan or {}
     objs = render_scenario_chart(scenario, "gpu-infra")
     if any(o.get("kind") == "NodePool" for o in objs):
@@ -90,13 +90,13 @@ class PodGroup:
     @property
     def pool(self) -> str | None:
         sel = self.spec.get("nodeSelector") or {}
-        if contract.POOL_LABEL in sel:
-            return sel[contract.POOL_LABEL]
+        if chart_contract.rendered().pool_label in sel:
+            return sel[chart_contract.rendered().pool_label]
         terms = (((self.spec.get("affinity") or {}).get("nodeAffinity") or {})
                  .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
         for term in terms:
             for expr in term.get("matchExpressions") or []:
-                if expr["key"] == contract.POOL_LABEL and expr["operator"] == "In" and len(expr["values"]) == 1:
+                if expr["key"] == chart_contract.rendered().pool_label and expr["operator"] == "In" and len(expr["values"]) == 1:
                     return expr["values"][0]
         return None
 
@@ -147,7 +147,7 @@ def daemonset_requests(objects: Sequence[Mapping[str, Any]]) -> dict[str, int]:
         if o.get("kind") != "DaemonSet":
             continue
         spec = o["spec"]["template"]["spec"]
-        if not any(t.get("key") == contract.GPU_TAINT_KEY for t in spec.get("tolerations") or []):
+        if not any(t.get("key") == chart_contract.rendered().gpu_taint_key for t in spec.get("tolerations") or []):
             continue
         for k, v in pod_requests(spec).items():
             total[k] = total.get(k, 0) + v
@@ -180,7 +180,7 @@ def nodes_for(group: PodGroup, shape: NodeShape, overhead: Mapping[str, int]) ->
 def shape_for(group: PodGroup, shapes: Sequence[NodeShape]) -> NodeShape:
     pool = group.pool
     for s in shapes:
-        if pool is not None and s.labels.get(contract.POOL_LABEL) == pool:
+        if pool is not None and s.labels.get(chart_contract.rendered().pool_label) == pool:
             return s
     sel = group.spec.get("nodeSelector") or {}
     for s in shapes:
@@ -188,7 +188,7 @@ def shape_for(group: PodGroup, shapes: Sequence[NodeShape]) -> NodeShape:
             return s
     raise AssertionError(
         f"{group.kind} {group.name} selects pool {pool!r} / nodeSelector {sel}; "
-        f"pools available: {[s.labels.get(contract.POOL_LABEL) for s in shapes]}")
+        f"pools available: {[s.labels.get(chart_contract.rendered().pool_label) for s in shapes]}")
 
 
 def deployment_scenario() -> Scenario | None:

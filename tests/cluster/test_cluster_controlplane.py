@@ -13,6 +13,7 @@ from tests.cluster import nodes, scenarios
 from tests.cluster.controlplane import ControlPlane, bin_dir, pinned_versions
 from tests.cluster.kube import Cluster
 from tests.cluster.shapes import scenario_shapes
+from tests.harness import chart_contract
 from vllm_eks import contract
 
 pytestmark = pytest.mark.cluster
@@ -51,7 +52,7 @@ def test_simulated_nodes_match_pool(cluster: Cluster, gpu_nodes, scenario: scena
         assert node.metadata.labels[contract.INSTANCE_TYPE_LABEL] == shape.instance
         assert node.metadata.labels["karpenter.sh/nodepool"] == shape.pool
         taints = {(t.key, t.effect) for t in node.spec.taints or []}
-        assert (contract.GPU_TAINT_KEY, contract.GPU_TAINT_EFFECT) in taints, shape.source
+        assert (chart_contract.rendered().gpu_taint_key, chart_contract.rendered().gpu_taint_effect) in taints, shape.source
         # The node keeps its lease fresh (kwok's heartbeat-with-lease stage), so the node
         # lifecycle controller does not taint it unreachable in the middle of a test.
         lease = client.CoordinationV1Api(cluster.api).read_namespaced_lease(name, "kube-node-lease")

@@ -13,6 +13,7 @@ from tests.cluster.kube import Cluster, wait_for
 from tests.cluster.nodes import NodeShape
 from tests.cluster.shapes import RELEASES, deployment_scenario, pod_groups, render_scenario_chart, scenario_shapes, shape_for
 from tests.cluster.flows import cleanup
+from tests.harness import chart_contract
 from vllm_eks import contract
 
 pytestmark = pytest.mark.cluster
@@ -30,7 +31,7 @@ def _memory_short(shape: NodeShape, req: dict[str, int]) -> NodeShape:
 
 def _no_pool_label(shape: NodeShape, req: dict[str, int]) -> NodeShape:  # noqa: ARG001
     s = shape.with_allocatable({})
-    s.labels.pop(contract.POOL_LABEL, None)
+    s.labels.pop(chart_contract.rendered().pool_label, None)
     return s
 
 
@@ -50,7 +51,7 @@ def test_unfittable_pods_stay_pending_with_reason(cluster: Cluster, gpu_nodes, c
     shape = shape_for(group, scenario_shapes(scenario))
     mutate, expected = CASES[case]
     if case == "pool-label-missing" and group.pool is None:
-        pytest.fail(f"{scenario.name}: the model server does not select a pool ({contract.POOL_LABEL})")
+        pytest.fail(f"{scenario.name}: the model server does not select a pool ({chart_contract.rendered().pool_label})")
     gpu_nodes(mutate(shape, group.requests), 2)
     cluster.ensure_namespace(ns)
     release = RELEASES["vllm-inference"]

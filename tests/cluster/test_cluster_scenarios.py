@@ -22,7 +22,7 @@ from tests.cluster.shapes import (
     scenario_shapes,
     shape_for,
 )
-from vllm_eks import contract
+from tests.harness import chart_contract
 
 pytestmark = pytest.mark.cluster
 
@@ -116,7 +116,7 @@ def test_scenario_lifecycle(cluster: Cluster, gpu_nodes, index: int) -> None:
             pool = node.metadata.labels.get("karpenter.sh/nodepool")
             assert pod.spec.node_name in node_names.get(pool, []), (
                 f"pod {pod.metadata.name} runs on {pod.spec.node_name} (pool {pool}), not on the scenario's nodes")
-            assert None in pools or node.metadata.labels.get(contract.POOL_LABEL) in pools
+            assert None in pools or node.metadata.labels.get(chart_contract.rendered().pool_label) in pools
         cluster.stats.pods_scheduled += len(pods)
         for controller in sorted({g.controller for g in groups if g.controller}):
             print(f"{scenario.name}: stored for the {controller}, which does not run here: no pods")

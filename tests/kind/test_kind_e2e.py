@@ -16,6 +16,7 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from tests.harness.tools import require_tool
+from tests.harness import chart_contract
 from vllm_eks import contract
 
 pytestmark = pytest.mark.kind
@@ -59,7 +60,7 @@ def test_node_offers_the_profile_pool(api: client.ApiClient) -> None:
     (kubernetes.io docs: "Advertise Extended Resources for a Node", a status patch)."""
     core = client.CoreV1Api(api)
     node = core.list_node().items[0].metadata.name
-    core.patch_node(node, {"metadata": {"labels": {contract.POOL_LABEL: POOL}}})
+    core.patch_node(node, {"metadata": {"labels": {chart_contract.rendered().pool_label: POOL}}})
     core.patch_node_status(node, {"status": {"capacity": {contract.GPU_RESOURCE: "1"}}})
     alloc = core.read_node(node).status.allocatable
     assert alloc.get(contract.GPU_RESOURCE) == "1"

@@ -9,6 +9,7 @@ import pytest
 
 from tests.harness.helm import render
 from tests.kind.test_kind_e2e import POOL, PROFILE
+from tests.harness import chart_contract
 from vllm_eks import contract
 
 pytestmark = pytest.mark.render
@@ -20,7 +21,7 @@ def test_kind_profile_renders(helm_version: str) -> None:
     objs = render(CHART, [PROFILE], helm=helm_version, release="vllm", namespace="vllm-e2e")
     (dep,) = [o for o in objs if o["kind"] == "Deployment"]
     spec = dep["spec"]["template"]["spec"]
-    assert spec["nodeSelector"][contract.POOL_LABEL] == POOL
+    assert spec["nodeSelector"][chart_contract.rendered().pool_label] == POOL
     (c,) = [c for c in spec["containers"] if c["name"] == "vllm"]
     assert c["image"].startswith("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:")
     assert str(c["resources"]["limits"][contract.GPU_RESOURCE]) == "1"

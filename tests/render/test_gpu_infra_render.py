@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.harness import checkov, helm, validate_all
+from tests.harness import chart_contract, checkov, helm, validate_all
 from vllm_eks import contract
 from vllm_eks.chart_values.gpu_infra import GpuInfraValues
 from vllm_eks.chart_values.schema import render_schema
@@ -73,10 +73,13 @@ def test_pools_follow_the_contract(values_file: Path) -> None:
     pools = {o["metadata"]["name"]: o for o in objects if o["kind"] == "NodePool"}
     classes = {o["metadata"]["name"]: o for o in objects if o["kind"] == "EC2NodeClass"}
     assert set(pools) == set(classes)
+    rendered = chart_contract.rendered()
     for name, np in pools.items():
         tmpl = np["spec"]["template"]
-        assert tmpl["metadata"]["labels"][contract.POOL_LABEL] == name
-        assert {"key": contract.GPU_TAINT_KEY, "effect": contract.GPU_TAINT_EFFECT} in tmpl["spec"]["taints"]
+        # every pool labels its nodes with its name under one key and taints them the same way
+        assert chart_contract.nodepool_pool_label(np) == rendered.pool_label
+        assert chart_contract.nodepool_gpu_taint(np) == {"key": rendered.gpu_taint_key,
+                                                         "effect": rendered.gpu_taint_effect}
         ref = tmpl["spec"]["nodeClassRef"]
         assert ref == {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": name}
         assert np["spec"]["limits"][contract.GPU_RESOURCE] >= 1
@@ -108,7 +111,7 @@ def test_daemonsets_are_node_critical_and_tolerate_the_gpu_taint(values_file: Pa
     for ds in daemonsets:
         spec = ds["spec"]["template"]["spec"]
         assert spec["priorityClassName"] == "system-node-critical"
-        assert any(t.get("key") == contract.GPU_TAINT_KEY and t.get("operator") == "Exists"
+        assert any(t.get("key") == chart_contract.rendered().gpu_taint_key and t.get("operator") == "Exists"
                    for t in spec["tolerations"])
         for c in spec["containers"]:
             image = c["image"]

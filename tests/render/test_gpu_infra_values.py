@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.harness import helm, validate_all
+from tests.harness import chart_contract, helm, validate_all
 from tests.harness.tools import tool_path
 from vllm_eks import contract, fit
 from vllm_eks.emit import values_document
@@ -118,13 +118,14 @@ def test_two_releases_on_one_instance_type_share_no_cluster_scoped_name(tmp_path
         assert {k for k, _ in scoped} == {"NodePool", "EC2NodeClass"}
         assert not any("namespace" in o["metadata"] for o in objects if o["kind"] in CLUSTER_SCOPED)
         names.append(scoped)
-        own = {np["spec"]["template"]["metadata"]["labels"][contract.POOL_LABEL]
+        pool_label = chart_contract.rendered().pool_label
+        own = {np["spec"]["template"]["metadata"]["labels"][pool_label]
                for np in objects if np["kind"] == "NodePool"}
         pools.append(own)
         for ds in (o for o in objects if o["kind"] == "DaemonSet"):
             terms = ds["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
                 "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-            selected = {v for t in terms for e in t["matchExpressions"] if e["key"] == contract.POOL_LABEL
+            selected = {v for t in terms for e in t["matchExpressions"] if e["key"] == pool_label
                         for v in e["values"]}
             assert selected == own, f"{release}: DaemonSet {ds['metadata']['name']} lands on {selected}"
         server = yaml.safe_load((out / "vllm-inference.yaml").read_text())

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.harness import helm
+from tests.harness import chart_contract, helm
 from vllm_eks import contract
 from vllm_eks.emit import values_document
 from vllm_eks.hardware import instance_catalog
@@ -102,7 +102,8 @@ def assert_multinode_matches_plan(objects: list[dict[str, Any]], plan: Plan,
     # probes on the leader only; its liveness asks the engine for a token (a lost worker leaves
     # /health at 200 until a request fails)
     for probe in ("startupProbe", "readinessProbe"):
-        assert lc[probe]["httpGet"] == {"path": contract.HEALTH_PATH, "port": contract.SERVING_PORT_NAME}
+        assert lc[probe]["httpGet"] == {"path": chart_contract.rendered().health_path,
+                                        "port": chart_contract.rendered().serving_port_name}
     live = lc["livenessProbe"]["exec"]["command"]
     assert live[:2] == ["python3", "/opt/vllm-eks/scripts/engine_alive.py"]
     assert live[live.index("--model") + 1] == plan.served_model_name
@@ -127,7 +128,7 @@ def assert_multinode_matches_plan(objects: list[dict[str, Any]], plan: Plan,
     assert len(zones) == 1
     for t in (leader, worker):
         sel = t["spec"]["nodeSelector"]
-        assert sel[contract.POOL_LABEL] == contract.pool_name(plan.instance, DEFAULTS.release, DEFAULTS.namespace)
+        assert sel[chart_contract.rendered().pool_label] == contract.pool_name(plan.instance, DEFAULTS.release, DEFAULTS.namespace)
         assert sel[contract.INSTANCE_TYPE_LABEL] == plan.instance
     if gpu_infra is not None:
         (pool,) = [p for p in gpu_infra["pools"] if p["name"] == contract.pool_name(plan.instance, DEFAULTS.release, DEFAULTS.namespace)]

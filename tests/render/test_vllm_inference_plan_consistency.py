@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.harness import helm
+from tests.harness import chart_contract, helm
 from vllm_eks import contract
 from vllm_eks.emit import values_document
 from vllm_eks.plan import Plan
@@ -61,7 +61,7 @@ def assert_matches_plan(objects: list[dict[str, Any]], plan: Plan) -> None:
     assert rest[0] == plan.model_source
     owned = dict(zip(rest[1::2], rest[2::2]))
     assert len(rest) % 2 == 1 and len(owned) == len(rest) // 2, f"unpaired or repeated chart arguments: {rest}"
-    assert owned == {"--served-model-name": plan.served_model_name, "--port": str(contract.SERVING_PORT),
+    assert owned == {"--served-model-name": plan.served_model_name, "--port": str(chart_contract.rendered().serving_port),
                      "--tensor-parallel-size": str(plan.layout.tensor_parallel_size),
                      "--pipeline-parallel-size": str(plan.layout.pipeline_parallel_size),
                      "--shutdown-timeout": str(plan.pod.shutdown_timeout_seconds)}
@@ -83,7 +83,7 @@ def assert_matches_plan(objects: list[dict[str, Any]], plan: Plan) -> None:
     start = c["startupProbe"]
     budget = start["failureThreshold"] * start["periodSeconds"]
     assert plan.pod.startup_probe_seconds <= budget < plan.pod.startup_probe_seconds + start["periodSeconds"]
-    assert start["httpGet"]["path"] == contract.HEALTH_PATH
+    assert start["httpGet"]["path"] == chart_contract.rendered().health_path
 
     # drain
     assert c["lifecycle"]["preStop"]["sleep"]["seconds"] == plan.pod.prestop_seconds
@@ -91,7 +91,7 @@ def assert_matches_plan(objects: list[dict[str, Any]], plan: Plan) -> None:
     assert plan.pod.prestop_seconds + plan.pod.shutdown_timeout_seconds <= plan.pod.termination_grace_period_seconds
 
     # placement on the pool charts/gpu-infra creates for this instance type
-    assert pod["nodeSelector"][contract.POOL_LABEL] == contract.pool_name(plan.instance, DEFAULTS.release, DEFAULTS.namespace)
+    assert pod["nodeSelector"][chart_contract.rendered().pool_label] == contract.pool_name(plan.instance, DEFAULTS.release, DEFAULTS.namespace)
     assert pod["nodeSelector"][contract.INSTANCE_TYPE_LABEL] == plan.instance
 
 

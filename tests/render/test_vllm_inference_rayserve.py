@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.harness import helm
+from tests.harness import chart_contract, helm
 from vllm_eks import contract
 from vllm_eks.emit import values_document
 from vllm_eks.plan import Plan
@@ -50,7 +50,7 @@ def assert_head_runs_no_model(head: dict[str, Any]) -> None:
     spec = head["template"]["spec"]
     (c,) = spec["containers"]
     assert contract.GPU_RESOURCE not in c["resources"].get("limits", {})
-    assert contract.POOL_LABEL not in spec.get("nodeSelector", {}), "the head stays off the GPU pool"
+    assert chart_contract.rendered().pool_label not in spec.get("nodeSelector", {}), "the head stays off the GPU pool"
     assert "app.kubernetes.io/instance" in head["template"]["metadata"]["labels"]
     assert {p["name"] for p in c["ports"]} >= {"gcs", "dashboard", "serve", "metrics"}
 
@@ -69,7 +69,8 @@ def assert_rayserve_matches_plan(objects: list[dict[str, Any]], plan: Plan,
     assert rs["spec"]["rayClusterConfig"]["enableInTreeAutoscaling"] is True
     (c,) = group["template"]["spec"]["containers"]
     assert c["resources"]["limits"][contract.GPU_RESOURCE] == plan.layout.gpus_per_pod
-    assert group["template"]["spec"]["nodeSelector"][contract.POOL_LABEL] == contract.pool_name(plan.instance, DEFAULTS.release, DEFAULTS.namespace)
+    pool_label = chart_contract.rendered().pool_label
+    assert group["template"]["spec"]["nodeSelector"][pool_label] == contract.pool_name(plan.instance, DEFAULTS.release, DEFAULTS.namespace)
     app = serve_app(rs)
     assert app["import_path"] == "ray.serve.llm:build_openai_app"
     (llm,) = app["args"]["llm_configs"]

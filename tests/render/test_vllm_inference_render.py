@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.harness import KUBE_VERSIONS, checkov, helm, validate_all
+from tests.harness import KUBE_VERSIONS, chart_contract, checkov, helm, validate_all
 from vllm_eks import contract
 from tests.harness.args import value_of
 
@@ -158,8 +158,9 @@ def test_labels_and_selectors(values_file: Path) -> None:
     objects = rendered(values_file)
     v = values_of(values_file)
     name = v.get("nameOverride") or "vllm-inference"
+    component = one(objects, "Deployment")["metadata"]["labels"]["app.kubernetes.io/component"]
     selector = {"app.kubernetes.io/name": name, "app.kubernetes.io/instance": RELEASE,
-                "app.kubernetes.io/component": contract.COMPONENT_SERVER}
+                "app.kubernetes.io/component": component}
     for obj in objects:
         labels = obj["metadata"]["labels"]
         for key in ("app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component",
@@ -185,12 +186,13 @@ def test_labels_and_selectors(values_file: Path) -> None:
 def test_service_port_contract(values_file: Path) -> None:
     objects = rendered(values_file)
     v = values_of(values_file)
+    contract_ = chart_contract.rendered()
     (port,) = one(objects, "Service")["spec"]["ports"]
-    assert port["name"] == contract.SERVING_PORT_NAME and port["targetPort"] == contract.SERVING_PORT_NAME
+    assert port["name"] == contract_.serving_port_name and port["targetPort"] == contract_.serving_port_name
     assert port["port"] == v["service"]["port"]
     (cport,) = server(objects)["ports"]
-    assert cport == {"name": contract.SERVING_PORT_NAME, "containerPort": contract.SERVING_PORT, "protocol": "TCP"}
-    assert value_of(server(objects)["args"], "--port") == str(contract.SERVING_PORT)
+    assert cport == {"name": contract_.serving_port_name, "containerPort": contract_.serving_port, "protocol": "TCP"}
+    assert value_of(server(objects)["args"], "--port") == str(contract_.serving_port)
 
 
 def test_default_names_are_stable() -> None:
@@ -221,10 +223,10 @@ def test_gpus_scheduling_and_args(values_file: Path) -> None:
     assert value_of(args, "--pipeline-parallel-size") == str(v["engine"]["pipelineParallelSize"]) == "1"
     assert value_of(args, "--served-model-name") == (v["model"]["servedModelName"] or v["model"]["name"])
     assert c["args"][0] == v["model"]["name"], "the model is vllm serve's positional argument"
-    assert {"key": contract.GPU_TAINT_KEY, "operator": "Exists", "effect": contract.GPU_TAINT_EFFECT} in pod["tolerations"]
+    assert chart_contract.rendered().gpu_toleration in pod["tolerations"]
     selector = pod.get("nodeSelector", {})
     if v["scheduling"]["pool"]:
-        assert selector[contract.POOL_LABEL] == v["scheduling"]["pool"]
+        assert selector[chart_contract.rendered().pool_label] == v["scheduling"]["pool"]
     if v["scheduling"]["instanceType"]:
         assert selector[contract.INSTANCE_TYPE_LABEL] == v["scheduling"]["instanceType"]
     for extra in v["engine"]["args"] + v["engine"]["extraArgs"]:
@@ -240,7 +242,8 @@ def test_probes_drain_and_shm(values_file: Path) -> None:
     pod = one(objects, "Deployment")["spec"]["template"]["spec"]
     c = server(objects)
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
-        assert c[probe]["httpGet"] == {"path": contract.HEALTH_PATH, "port": contract.SERVING_PORT_NAME}
+        assert c[probe]["httpGet"] == {"path": chart_contract.rendered().health_path,
+                                       "port": chart_contract.rendered().serving_port_name}
     start = c["startupProbe"]
     assert start["failureThreshold"] == v["probes"]["startup"]["failureThreshold"]
     assert start["periodSeconds"] == v["probes"]["startup"]["periodSeconds"]
@@ -286,7 +289,7 @@ def test_hardened_scenario() -> None:
     assert volume["secret"]["items"] == [{"key": "token", "path": "token"}]
     policy = one(objects, "NetworkPolicy")
     (rule,) = policy["spec"]["ingress"]
-    assert rule["ports"] == [{"port": contract.SERVING_PORT, "protocol": "TCP"}]
+    assert rule["ports"] == [{"port": chart_contract.rendered().serving_port, "protocol": "TCP"}]
     namespaces = rule["from"][1]["namespaceSelector"]["matchExpressions"][0]["values"]
     assert namespaces == ["envoy-gateway-system", "monitoring"]
     assert policy["spec"]["policyTypes"] == ["Ingress"]

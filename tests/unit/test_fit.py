@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.harness import helm
+from tests.harness import chart_contract, helm
 from tests.harness.tools import tool_path
 from vllm_eks import contract, fit
 from vllm_eks.units import parse_quantity
@@ -89,8 +89,11 @@ def test_pool_label_differs(tmp_path: Path) -> None:
     def rename(v):
         v["pools"][0]["name"] = "gpu-somewhere-else"
     infra, server = _pair(tmp_path, _scenario("g6e-xlarge"), infra_change=rename)
+    (nodepool,) = [o for o in infra if o["kind"] == "NodePool"]
+    key = chart_contract.nodepool_pool_label(nodepool)
+    assert _pod_spec(server)["nodeSelector"][key] == "gpu-g6e-xlarge", "the pod selects the label gpu-infra sets"
     m = _only(fit.check_objects(infra, server), "pool-label")
-    assert f"{contract.POOL_LABEL}=llm-vllm-g6e-xlarge" in m.message and "gpu-somewhere-else" in m.message
+    assert m.message == f"selects {key}=llm-vllm-g6e-xlarge, but the NodePools label their nodes {key}=gpu-somewhere-else"
 
 
 @pytest.mark.render
@@ -254,6 +257,44 @@ def test_label_no_pool_defines(tmp_path: Path) -> None:
     _pod_spec(server)["nodeSelector"]["example.com/team"] = "research"
     m = _only(fit.check_objects(infra, server), "label")
     assert m.message == "selects example.com/team=research, a label this NodePool does not define"
+
+
+def _relabel(objects: list[dict[str, Any]], old: str, new: str) -> None:
+    """Rename a node label key in NodePool template labels, pod nodeSelectors and the DaemonSets'
+    required node affinity."""
+    for o in objects:
+        if o["kind"] == "NodePool":
+            labels = o["spec"]["template"]["metadata"]["labels"]
+            labels[new] = labels.pop(old)
+        elif o["kind"] == "Deployment":
+            selector = o["spec"]["template"]["spec"]["nodeSelector"]
+            selector[new] = selector.pop(old)
+        elif o["kind"] == "DaemonSet":
+            affinity = o["spec"]["template"]["spec"].get("affinity") or {}
+            required = (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+            for term in required.get("nodeSelectorTerms") or []:
+                for expr in term.get("matchExpressions") or []:
+                    if expr["key"] == old:
+                        expr["key"] = new
+
+
+@pytest.mark.render
+def test_pool_is_matched_by_labels_not_by_a_known_key(tmp_path: Path) -> None:
+    """Any label a NodePool gives its nodes selects it, as for the scheduler: the pool label
+    key is the charts' business, not check-fit's."""
+    infra, server = _pair(tmp_path, _scenario("g6e-xlarge"))
+    (nodepool,) = [o for o in infra if o["kind"] == "NodePool"]
+    key = chart_contract.nodepool_pool_label(nodepool)
+    _relabel(infra + server, key, "example.com/gpu-pool")
+    assert fit.check_objects(infra, server) == []
+    nodepool["spec"]["template"]["metadata"]["labels"]["example.com/gpu-pool"] = "elsewhere"
+    m = _only(fit.check_objects(infra, server), "pool-label")
+    assert m.message == ("selects example.com/gpu-pool=gpu-g6e-xlarge, but the NodePools label their nodes "
+                         "example.com/gpu-pool=elsewhere")
+    nodepool["spec"]["template"]["metadata"]["labels"]["example.com/gpu-pool"] = "gpu-g6e-xlarge"
+    _relabel(infra, "example.com/gpu-pool", "example.com/other")
+    m = _only(fit.check_objects(infra, server), "label")
+    assert m.message == "selects example.com/gpu-pool=gpu-g6e-xlarge, a label this NodePool does not define"
 
 
 @pytest.mark.render

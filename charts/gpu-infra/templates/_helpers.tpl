@@ -1,6 +1,7 @@
 {{/*
-Names and labels. Label keys shared with charts/vllm-inference come from
-generator/vllm_eks/contract.py (a render test asserts they agree).
+Names and labels. The pool label and the GPU taint are defined here only, for this chart;
+charts/vllm-inference selects on the label and tolerates the taint in its own templates, and
+tests read both from the rendered output to check that the two charts agree.
 */}}
 
 {{- define "gpu-infra.name" -}}
@@ -15,11 +16,11 @@ generator/vllm_eks/contract.py (a render test asserts they agree).
 {{- end -}}
 {{- end -}}
 
-{{/* Node label the model-server pods select (contract.POOL_LABEL). */}}
+{{/* Node label each pool gives its nodes, valued with the pool name; the model-server pods select on it. */}}
 {{- define "gpu-infra.poolLabel" -}}vllm-eks.io/pool{{- end -}}
-{{/* Taint on every GPU node (contract.GPU_TAINT_KEY / GPU_TAINT_EFFECT). */}}
+{{/* Taint on every GPU node (effect NoSchedule); the model-server pods tolerate it. */}}
 {{- define "gpu-infra.gpuTaintKey" -}}nvidia.com/gpu{{- end -}}
-{{/* Karpenter's own GPU label (contract.GPU_COUNT_LABEL): device plugins select on it, not on NFD labels. */}}
+{{/* Karpenter's own GPU label: device plugins select on it, not on NFD labels. */}}
 {{- define "gpu-infra.gpuCountLabel" -}}karpenter.k8s.aws/instance-gpu-count{{- end -}}
 
 {{/*

@@ -101,7 +101,7 @@ checkov.io/skip{{ add1 $i }}: {{ $skip | quote }}
 {{- default .Values.model.name .Values.model.servedModelName }}
 {{- end }}
 
-{{/* The port vLLM listens on (contract.SERVING_PORT); the Service may expose another. */}}
+{{/* The port vLLM listens on, defined here only; the Service may expose another. */}}
 {{- define "vllm-inference.containerPort" -}}
 8000
 {{- end }}

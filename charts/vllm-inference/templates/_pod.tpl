@@ -48,7 +48,8 @@ seccompProfile:
   type: RuntimeDefault
 {{- end }}
 
-{{/* nodeSelector: the gpu-infra pool, the instance type, the zone, then the user's entries. */}}
+{{/* nodeSelector: the gpu-infra pool (the node label charts/gpu-infra gives a pool's nodes), the
+     instance type, the zone, then the user's entries. */}}
 {{- define "vllm-inference.nodeSelector" -}}
 {{- $v := .Values }}
 {{- $nodeSelector := dict }}

@@ -1,187 +1,303 @@
 {{/*
-vllm-inference.validate: checks the schema cannot express (relations between keys, secrets
-anywhere in the values). Collects every problem and fails once, naming each key. It also runs
-when a user skips schema validation (helm --skip-schema-validation).
+Value rules the schema cannot express (values.schema.json, generated from the pydantic models,
+holds every single-field constraint). One helper per cross-key rule, named
+vllm-inference.validateValues.<rule>: each prints one line per violation, naming the key, and
+nothing when the values follow the rule. vllm-inference.validate calls each once and fails once
+with every message. It also runs when a user skips schema validation (helm
+--skip-schema-validation).
 */}}
 {{- define "vllm-inference.validate" -}}
-{{- $v := .Values }}
-{{- $errors := list }}
+{{- $out := "" -}}
+{{- $out = print $out (include "vllm-inference.validateValues.gpusPerTensorParallelGroup" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.pipelineParallel" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.groupRollout" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.efaZone" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.imageCapabilities" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.rayEngineArgs" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.rayModelSource" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.rayServeReplicas" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.engineKwargsChartOwned" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.kvTransfer" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.literalSecrets" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.extraEnvNames" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.extraEnvSource" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.engineArgsChartOwned" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.drainWithinGrace" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.s3ModelName" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.pvcModel" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.rolloutProgress" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.networkPolicyClients" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.serviceAccountName" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.nonRootUser" .) -}}
+{{- $errors := compact (splitList "\n" $out) -}}
+{{- if $errors -}}
+{{- fail (printf "\n\nvllm-inference: invalid values:\n- %s\n" (join "\n- " $errors)) -}}
+{{- end -}}
+{{- end -}}
 
-{{- $topology := toString $v.topology }}
-{{- $ray := has $topology (list "ray-serve" "disaggregated") }}
+{{/* Topologies that run on Ray (KubeRay RayService). */}}
+{{- define "vllm-inference.onRay" -}}
+{{- if has (toString .Values.topology) (list "ray-serve" "disaggregated") }}true{{ end -}}
+{{- end -}}
 
-{{- /* Every topology runs one tensor-parallel group per pod (TP never crosses pods). */}}
-{{- if ne (int $v.gpu.count) (int $v.engine.tensorParallelSize) }}
-{{- $errors = append $errors (printf "gpu.count (%d) must equal engine.tensorParallelSize (%d) for topology %s" (int $v.gpu.count) (int $v.engine.tensorParallelSize) $topology) }}
-{{- end }}
-{{- if eq $topology "multi-node" }}
-{{- /* One pipeline stage per pod: group size x GPUs per pod = TP x PP. */}}
-{{- if ne (int $v.multiNode.groupSize) (int $v.engine.pipelineParallelSize) }}
-{{- $errors = append $errors (printf "multiNode.groupSize (%d) must equal engine.pipelineParallelSize (%d): one pipeline stage per pod of the group" (int $v.multiNode.groupSize) (int $v.engine.pipelineParallelSize)) }}
-{{- end }}
-{{- if ne (toString $v.strategy.type) "RollingUpdate" }}
-{{- $errors = append $errors "strategy.type: a LeaderWorkerSet only rolls groups (RollingUpdate)" }}
-{{- end }}
-{{- else if ne (int $v.engine.pipelineParallelSize) 1 }}
-{{- $errors = append $errors (printf "engine.pipelineParallelSize (%d) needs topology multi-node; %s runs pipeline parallel size 1" (int $v.engine.pipelineParallelSize) $topology) }}
-{{- end }}
+{{/* Every topology runs one tensor-parallel group per pod (TP never crosses pods). */}}
+{{- define "vllm-inference.validateValues.gpusPerTensorParallelGroup" -}}
+{{- $v := .Values -}}
+{{- if ne (int $v.gpu.count) (int $v.engine.tensorParallelSize) -}}
+{{- printf "gpu.count (%d) must equal engine.tensorParallelSize (%d) for topology %s\n" (int $v.gpu.count) (int $v.engine.tensorParallelSize) (toString $v.topology) -}}
+{{- end -}}
+{{- end -}}
 
-{{- /* EFA traffic does not cross availability zones: the whole group in one zone. */}}
-{{- if and (gt (int $v.efa.devices) 0) (not $v.scheduling.zone) }}
-{{- $errors = append $errors (printf "scheduling.zone: required with efa.devices %d (EFA does not cross availability zones)" (int $v.efa.devices)) }}
-{{- end }}
+{{/* multi-node runs one pipeline stage per pod (group size x GPUs per pod = TP x PP); the
+     other topologies run pipeline parallel size 1. */}}
+{{- define "vllm-inference.validateValues.pipelineParallel" -}}
+{{- $v := .Values -}}
+{{- if eq (toString $v.topology) "multi-node" -}}
+{{- if ne (int $v.multiNode.groupSize) (int $v.engine.pipelineParallelSize) -}}
+{{- printf "multiNode.groupSize (%d) must equal engine.pipelineParallelSize (%d): one pipeline stage per pod of the group\n" (int $v.multiNode.groupSize) (int $v.engine.pipelineParallelSize) -}}
+{{- end -}}
+{{- else if ne (int $v.engine.pipelineParallelSize) 1 -}}
+{{- printf "engine.pipelineParallelSize (%d) needs topology multi-node; %s runs pipeline parallel size 1\n" (int $v.engine.pipelineParallelSize) (toString $v.topology) -}}
+{{- end -}}
+{{- end -}}
 
-{{- /* The image must declare what EFA and NIXL's LIBFABRIC backend need (files/contracts checks
-       the same at container start). */}}
-{{- $imageKey := ternary "ray.image" "image" $ray }}
-{{- $declared := ternary $v.ray.image.provides $v.image.provides $ray | default (list) }}
-{{- $shown := ternary (include "vllm-inference.rayImage" .) (include "vllm-inference.image" .) $ray }}
-{{- range $cap := include "vllm-inference.requiredCapabilities" . | fromJsonArray }}
-{{- if not (has $cap $declared) }}
-{{- if eq $cap "efa" }}
-{{- $errors = append $errors (printf "%s.provides: efa.devices is %d, but %s does not declare efa (libfabric with the efa provider and aws-ofi-nccl; without them NCCL falls back to TCP). %s" $imageKey (int $v.efa.devices) $shown (ternary "Use the AWS Ray LLM DLC (ray.image.repository public.ecr.aws/deep-learning-containers/ray, tag serve-llm-cuda-v1.0.0, provides [efa, nixl-libfabric]) or set efa.devices 0" "Build images/vllm-efa, set image.repository/image.tag to it and image.provides [efa], or set efa.devices 0" $ray)) }}
-{{- else }}
-{{- $errors = append $errors (printf "%s.provides: a kv_transfer_config selects NIXL's LIBFABRIC backend, but %s does not declare nixl-libfabric (NIXL's LIBFABRIC plugin and libfabric; rayproject/ray-llm has neither). Use the AWS Ray LLM DLC (ray.image.repository public.ecr.aws/deep-learning-containers/ray, tag serve-llm-cuda-v1.0.0, provides [efa, nixl-libfabric]) or the UCX backend (kv_connector_extra_config.backends [UCX]: KV transfer at TCP speed)" $imageKey $shown) }}
-{{- end }}
-{{- end }}
-{{- end }}
+{{/* A LeaderWorkerSet (topology multi-node) only rolls groups. */}}
+{{- define "vllm-inference.validateValues.groupRollout" -}}
+{{- if and (eq (toString .Values.topology) "multi-node") (ne (toString .Values.strategy.type) "RollingUpdate") -}}
+{{- print "strategy.type: a LeaderWorkerSet only rolls groups (RollingUpdate)\n" -}}
+{{- end -}}
+{{- end -}}
 
-{{- if $ray }}
-{{- range $key := list "args" "extraArgs" }}
-{{- if index $v.engine $key }}
-{{- $errors = append $errors (printf "engine.%s: not used by topology %s (Ray Serve takes engine keyword arguments: %s)" $key $topology (ternary "rayServe.engineKwargs" "disaggregated.*.engineKwargs" (eq $topology "ray-serve"))) }}
-{{- end }}
-{{- end }}
-{{- if eq (toString $v.model.source) "s3" }}
-{{- $errors = append $errors (printf "model.source: s3 (runai_streamer) is rendered only for single-node and multi-node; with %s use huggingface or pvc" $topology) }}
-{{- end }}
-{{- $kwargSets := dict }}
-{{- if eq $topology "ray-serve" }}
-{{- $_ := set $kwargSets "rayServe.engineKwargs" $v.rayServe.engineKwargs }}
-{{- $w := $v.rayServe.workers }}
-{{- if or (gt (int $w.minReplicas) (int $w.replicas)) (gt (int $w.replicas) (int $w.maxReplicas)) }}
-{{- $errors = append $errors (printf "rayServe.workers: need minReplicas (%d) <= replicas (%d) <= maxReplicas (%d)" (int $w.minReplicas) (int $w.replicas) (int $w.maxReplicas)) }}
-{{- end }}
-{{- $a := $v.rayServe.autoscaling }}
-{{- if gt (int $a.minReplicas) (int $a.maxReplicas) }}
-{{- $errors = append $errors (printf "rayServe.autoscaling.minReplicas (%d) must be <= maxReplicas (%d)" (int $a.minReplicas) (int $a.maxReplicas)) }}
-{{- end }}
-{{- if gt (int $a.maxReplicas) (int $w.maxReplicas) }}
-{{- $errors = append $errors (printf "rayServe.workers.maxReplicas (%d) must be >= rayServe.autoscaling.maxReplicas (%d): one worker pod per model copy" (int $w.maxReplicas) (int $a.maxReplicas)) }}
-{{- end }}
-{{- else }}
-{{- $_ := set $kwargSets "disaggregated.prefill.engineKwargs" $v.disaggregated.prefill.engineKwargs }}
-{{- $_ := set $kwargSets "disaggregated.decode.engineKwargs" $v.disaggregated.decode.engineKwargs }}
-{{- end }}
-{{- range $path := keys $kwargSets | sortAlpha }}
-{{- $kw := get $kwargSets $path }}
-{{- range $flag, $from := include "vllm-inference.chartOwnedArgs" $ | fromYaml }}
-{{- $owned := trimPrefix "--" $flag | replace "-" "_" }}
-{{- if and (hasPrefix "--" $flag) (hasKey $kw $owned) }}
-{{- $errors = append $errors (printf "%s.%s: set by the chart from %s" $path $owned $from) }}
-{{- end }}
-{{- end }}
-{{- if eq $topology "disaggregated" }}
-{{- $kv := get $kw "kv_transfer_config" }}
-{{- if not $kv }}
-{{- $errors = append $errors (printf "%s.kv_transfer_config: required: prefill and decode exchange the KV cache through it (NixlConnector)" $path) }}
-{{- else if and (kindIs "map" $kv) (eq (int $v.efa.devices) 0) }}
-{{- $backends := dig "kv_connector_extra_config" "backends" (list) $kv }}
-{{- if has "LIBFABRIC" $backends }}
-{{- $errors = append $errors (printf "efa.devices: 0, but %s.kv_transfer_config uses NIXL's LIBFABRIC backend, which needs EFA interfaces" $path) }}
-{{- end }}
-{{- end }}
-{{- end }}
-{{- end }}
-{{- end }}
+{{/* EFA traffic does not cross availability zones: the whole group in one zone. */}}
+{{- define "vllm-inference.validateValues.efaZone" -}}
+{{- if and (gt (int .Values.efa.devices) 0) (not .Values.scheduling.zone) -}}
+{{- printf "scheduling.zone: required with efa.devices %d (EFA does not cross availability zones)\n" (int .Values.efa.devices) -}}
+{{- end -}}
+{{- end -}}
 
-{{- /* Secrets never go into values: only references to existing Secrets. The paths are named,
-       the values never echoed. */}}
-{{- $found := include "vllm-inference.secretPaths" (dict "path" "" "value" $v) | trimSuffix ";" }}
-{{- range $path := splitList ";" $found }}
-{{- if $path }}
-{{- $errors = append $errors (printf "%s: looks like a literal credential (Hugging Face token or AWS access key); put it in a Secret and reference it (model.huggingface.tokenSecret, extraEnv[].valueFrom.secretKeyRef)" (trimPrefix "." $path)) }}
-{{- end }}
-{{- end }}
-{{- $secretEnv := list "HF_TOKEN" "HUGGING_FACE_HUB_TOKEN" "AWS_ACCESS_KEY_ID" "AWS_SECRET_ACCESS_KEY" "AWS_SESSION_TOKEN" }}
-{{- $chartEnv := list "HF_TOKEN" "HF_TOKEN_PATH" "HF_HOME" "VLLM_CACHE_ROOT" "XDG_CACHE_HOME" "XDG_CONFIG_HOME" "HOME" "TMPDIR" }}
-{{- range $i, $e := $v.extraEnv }}
-{{- if and (has $e.name $secretEnv) (hasKey $e "value") }}
-{{- $errors = append $errors (printf "extraEnv[%d].value: %s must come from a Secret (valueFrom.secretKeyRef), not a literal" $i $e.name) }}
-{{- else if has $e.name $chartEnv }}
-{{- $errors = append $errors (printf "extraEnv[%d].name: %s is set by the chart (cache paths, model.huggingface.tokenSecret)" $i $e.name) }}
-{{- end }}
-{{- if and (hasKey $e "value") (hasKey $e "valueFrom") }}
-{{- $errors = append $errors (printf "extraEnv[%d]: set value or valueFrom, not both" $i) }}
-{{- end }}
-{{- end }}
+{{/* The image must declare what EFA and NIXL's LIBFABRIC backend need (files/contracts checks
+     the same at container start). */}}
+{{- define "vllm-inference.validateValues.imageCapabilities" -}}
+{{- $v := .Values -}}
+{{- $ray := eq (include "vllm-inference.onRay" .) "true" -}}
+{{- $imageKey := ternary "ray.image" "image" $ray -}}
+{{- $declared := ternary $v.ray.image.provides $v.image.provides $ray | default (list) -}}
+{{- $shown := ternary (include "vllm-inference.rayImage" .) (include "vllm-inference.image" .) $ray -}}
+{{- range $cap := include "vllm-inference.requiredCapabilities" . | fromJsonArray -}}
+{{- if not (has $cap $declared) -}}
+{{- if eq $cap "efa" -}}
+{{- printf "%s.provides: efa.devices is %d, but %s does not declare efa (libfabric with the efa provider and aws-ofi-nccl; without them NCCL falls back to TCP). %s\n" $imageKey (int $v.efa.devices) $shown (ternary "Use the AWS Ray LLM DLC (ray.image.repository public.ecr.aws/deep-learning-containers/ray, tag serve-llm-cuda-v1.0.0, provides [efa, nixl-libfabric]) or set efa.devices 0" "Build images/vllm-efa, set image.repository/image.tag to it and image.provides [efa], or set efa.devices 0" $ray) -}}
+{{- else -}}
+{{- printf "%s.provides: a kv_transfer_config selects NIXL's LIBFABRIC backend, but %s does not declare nixl-libfabric (NIXL's LIBFABRIC plugin and libfabric; rayproject/ray-llm has neither). Use the AWS Ray LLM DLC (ray.image.repository public.ecr.aws/deep-learning-containers/ray, tag serve-llm-cuda-v1.0.0, provides [efa, nixl-libfabric]) or the UCX backend (kv_connector_extra_config.backends [UCX]: KV transfer at TCP speed)\n" $imageKey $shown -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 
-{{- /* Arguments the chart renders from their own keys must not be given twice. */}}
-{{- $ownedBy := include "vllm-inference.chartOwnedArgs" . | fromYaml }}
-{{- range $key := list "args" "extraArgs" }}
-{{- range $i, $a := index $v.engine $key }}
-{{- $flag := regexReplaceAll "=.*$" (toString $a) "" }}
-{{- if hasPrefix "--" $flag }}
-{{- $flag = printf "--%s" (trimPrefix "--" $flag | replace "_" "-") }}
-{{- end }}
-{{- if hasKey $ownedBy $flag }}
-{{- $errors = append $errors (printf "engine.%s[%d]: %s is set by the chart from %s" $key $i $flag (get $ownedBy $flag)) }}
-{{- end }}
-{{- end }}
-{{- end }}
+{{/* Ray Serve takes engine keyword arguments, not `vllm serve` flags. */}}
+{{- define "vllm-inference.validateValues.rayEngineArgs" -}}
+{{- $v := .Values -}}
+{{- if eq (include "vllm-inference.onRay" .) "true" -}}
+{{- range $key := list "args" "extraArgs" -}}
+{{- if index $v.engine $key -}}
+{{- printf "engine.%s: not used by topology %s (Ray Serve takes engine keyword arguments: %s)\n" $key (toString $v.topology) (ternary "rayServe.engineKwargs" "disaggregated.*.engineKwargs" (eq (toString $v.topology) "ray-serve")) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 
-{{- /* Graceful drain: preStop sleep, then vLLM's own shutdown timeout, both inside the grace period. */}}
-{{- $drain := add (int $v.drain.preStopSeconds) (int $v.drain.shutdownTimeoutSeconds) }}
-{{- if gt $drain (int $v.drain.terminationGracePeriodSeconds) }}
-{{- $errors = append $errors (printf "drain.terminationGracePeriodSeconds (%d) must be >= drain.preStopSeconds + drain.shutdownTimeoutSeconds (%d)" (int $v.drain.terminationGracePeriodSeconds) $drain) }}
-{{- end }}
+{{/* The S3 model source (runai_streamer) is rendered only for the vllm serve topologies. */}}
+{{- define "vllm-inference.validateValues.rayModelSource" -}}
+{{- if and (eq (include "vllm-inference.onRay" .) "true") (eq (toString .Values.model.source) "s3") -}}
+{{- printf "model.source: s3 (runai_streamer) is rendered only for single-node and multi-node; with %s use huggingface or pvc\n" (toString .Values.topology) -}}
+{{- end -}}
+{{- end -}}
 
-{{- /* Model source and its settings must agree. */}}
-{{- $name := toString $v.model.name }}
-{{- if eq (toString $v.model.source) "s3" }}
-{{- if not (hasPrefix "s3://" $name) }}
-{{- $errors = append $errors (printf "model.name: model.source s3 needs an s3:// URI") }}
-{{- end }}
-{{- else if hasPrefix "s3://" $name }}
-{{- $errors = append $errors (printf "model.name: an s3:// URI needs model.source s3 (got %s)" (toString $v.model.source)) }}
-{{- end }}
-{{- if eq (toString $v.model.source) "pvc" }}
-{{- if not $v.model.pvc.claimName }}
-{{- $errors = append $errors "model.pvc.claimName: required when model.source is pvc" }}
-{{- end }}
-{{- $mount := trimSuffix "/" (toString $v.model.pvc.mountPath) }}
-{{- if not (or (eq $name $mount) (hasPrefix (printf "%s/" $mount) $name)) }}
-{{- $errors = append $errors (printf "model.name: with model.source pvc it must be a path under model.pvc.mountPath (%s)" $v.model.pvc.mountPath) }}
-{{- end }}
-{{- end }}
+{{/* Ray Serve replica counts: minReplicas <= replicas <= maxReplicas for the worker group and
+     the Serve autoscaler, one worker pod per model copy. */}}
+{{- define "vllm-inference.validateValues.rayServeReplicas" -}}
+{{- if eq (toString .Values.topology) "ray-serve" -}}
+{{- $w := .Values.rayServe.workers -}}
+{{- $a := .Values.rayServe.autoscaling -}}
+{{- if or (gt (int $w.minReplicas) (int $w.replicas)) (gt (int $w.replicas) (int $w.maxReplicas)) -}}
+{{- printf "rayServe.workers: need minReplicas (%d) <= replicas (%d) <= maxReplicas (%d)\n" (int $w.minReplicas) (int $w.replicas) (int $w.maxReplicas) -}}
+{{- end -}}
+{{- if gt (int $a.minReplicas) (int $a.maxReplicas) -}}
+{{- printf "rayServe.autoscaling.minReplicas (%d) must be <= maxReplicas (%d)\n" (int $a.minReplicas) (int $a.maxReplicas) -}}
+{{- end -}}
+{{- if gt (int $a.maxReplicas) (int $w.maxReplicas) -}}
+{{- printf "rayServe.workers.maxReplicas (%d) must be >= rayServe.autoscaling.maxReplicas (%d): one worker pod per model copy\n" (int $w.maxReplicas) (int $a.maxReplicas) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 
-{{- /* A rolling update that may neither add nor remove a pod never progresses. */}}
-{{- if eq (toString $v.strategy.type) "RollingUpdate" }}
-{{- $surge := toString $v.strategy.rollingUpdate.maxSurge }}
-{{- $unavail := toString $v.strategy.rollingUpdate.maxUnavailable }}
-{{- if and (has $surge (list "0" "0%")) (has $unavail (list "0" "0%")) }}
-{{- $errors = append $errors "strategy.rollingUpdate: maxSurge and maxUnavailable cannot both be 0" }}
-{{- end }}
-{{- end }}
+{{/* The engineKwargs maps of the Ray topologies, by values path (JSON). */}}
+{{- define "vllm-inference.engineKwargSets" -}}
+{{- $sets := dict -}}
+{{- if eq (toString .Values.topology) "ray-serve" -}}
+{{- $_ := set $sets "rayServe.engineKwargs" .Values.rayServe.engineKwargs -}}
+{{- else if eq (toString .Values.topology) "disaggregated" -}}
+{{- $_ := set $sets "disaggregated.prefill.engineKwargs" .Values.disaggregated.prefill.engineKwargs -}}
+{{- $_ := set $sets "disaggregated.decode.engineKwargs" .Values.disaggregated.decode.engineKwargs -}}
+{{- end -}}
+{{- toJson $sets -}}
+{{- end -}}
 
-{{- if and $v.networkPolicy.enabled (not $v.networkPolicy.allowedNamespaces) (not $v.networkPolicy.allowSameNamespace) }}
-{{- $errors = append $errors "networkPolicy.allowedNamespaces: empty with allowSameNamespace false would admit no client at all" }}
-{{- end }}
+{{/* engineKwargs must not carry the keyword form of a chart-owned argument. */}}
+{{- define "vllm-inference.validateValues.engineKwargsChartOwned" -}}
+{{- $sets := include "vllm-inference.engineKwargSets" . | fromJson -}}
+{{- $ownedBy := include "vllm-inference.chartOwnedArgs" . | fromYaml -}}
+{{- range $path := keys $sets | sortAlpha -}}
+{{- $kw := get $sets $path -}}
+{{- range $flag, $from := $ownedBy -}}
+{{- $owned := trimPrefix "--" $flag | replace "-" "_" -}}
+{{- if and (hasPrefix "--" $flag) (hasKey $kw $owned) -}}
+{{- printf "%s.%s: set by the chart from %s\n" $path $owned $from -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 
-{{- if and (not $v.serviceAccount.create) (not $v.serviceAccount.name) }}
-{{- $errors = append $errors "serviceAccount.name: required when serviceAccount.create is false" }}
-{{- end }}
+{{/* disaggregated: prefill and decode exchange the KV cache through a kv_transfer_config, and
+     NIXL's LIBFABRIC backend needs EFA interfaces. */}}
+{{- define "vllm-inference.validateValues.kvTransfer" -}}
+{{- $v := .Values -}}
+{{- if eq (toString $v.topology) "disaggregated" -}}
+{{- $sets := include "vllm-inference.engineKwargSets" . | fromJson -}}
+{{- range $path := keys $sets | sortAlpha -}}
+{{- $kv := get (get $sets $path) "kv_transfer_config" -}}
+{{- if not $kv -}}
+{{- printf "%s.kv_transfer_config: required: prefill and decode exchange the KV cache through it (NixlConnector)\n" $path -}}
+{{- else if and (kindIs "map" $kv) (eq (int $v.efa.devices) 0) -}}
+{{- if has "LIBFABRIC" (dig "kv_connector_extra_config" "backends" (list) $kv) -}}
+{{- printf "efa.devices: 0, but %s.kv_transfer_config uses NIXL's LIBFABRIC backend, which needs EFA interfaces\n" $path -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 
-{{- if and $v.securityContext.runAsNonRoot (hasKey $v.securityContext "runAsUser") }}
-{{- if eq (int $v.securityContext.runAsUser) 0 }}
-{{- $errors = append $errors "securityContext.runAsUser: 0 (root) contradicts securityContext.runAsNonRoot true" }}
-{{- end }}
-{{- end }}
+{{/* Secrets never go into values: only references to existing Secrets. The paths are named,
+     the values never echoed. */}}
+{{- define "vllm-inference.validateValues.literalSecrets" -}}
+{{- $found := include "vllm-inference.secretPaths" (dict "path" "" "value" .Values) | trimSuffix ";" -}}
+{{- range $path := splitList ";" $found -}}
+{{- if $path -}}
+{{- printf "%s: looks like a literal credential (Hugging Face token or AWS access key); put it in a Secret and reference it (model.huggingface.tokenSecret, extraEnv[].valueFrom.secretKeyRef)\n" (trimPrefix "." $path) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 
-{{- if $errors }}
-{{- fail (printf "\n\nvllm-inference: invalid values:\n- %s\n" (join "\n- " $errors)) }}
-{{- end }}
-{{- end }}
+{{/* extraEnv: credentials come from a Secret, and the variables the chart sets are its own. */}}
+{{- define "vllm-inference.validateValues.extraEnvNames" -}}
+{{- $secretEnv := list "HF_TOKEN" "HUGGING_FACE_HUB_TOKEN" "AWS_ACCESS_KEY_ID" "AWS_SECRET_ACCESS_KEY" "AWS_SESSION_TOKEN" -}}
+{{- $chartEnv := list "HF_TOKEN" "HF_TOKEN_PATH" "HF_HOME" "VLLM_CACHE_ROOT" "XDG_CACHE_HOME" "XDG_CONFIG_HOME" "HOME" "TMPDIR" -}}
+{{- range $i, $e := .Values.extraEnv -}}
+{{- if and (has $e.name $secretEnv) (hasKey $e "value") -}}
+{{- printf "extraEnv[%d].value: %s must come from a Secret (valueFrom.secretKeyRef), not a literal\n" $i $e.name -}}
+{{- else if has $e.name $chartEnv -}}
+{{- printf "extraEnv[%d].name: %s is set by the chart (cache paths, model.huggingface.tokenSecret)\n" $i $e.name -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* An environment variable has a value or a valueFrom, not both (Kubernetes EnvVar). */}}
+{{- define "vllm-inference.validateValues.extraEnvSource" -}}
+{{- range $i, $e := .Values.extraEnv -}}
+{{- if and (hasKey $e "value") (hasKey $e "valueFrom") -}}
+{{- printf "extraEnv[%d]: set value or valueFrom, not both\n" $i -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Arguments the chart renders from their own keys must not be given twice. */}}
+{{- define "vllm-inference.validateValues.engineArgsChartOwned" -}}
+{{- $v := .Values -}}
+{{- $ownedBy := include "vllm-inference.chartOwnedArgs" . | fromYaml -}}
+{{- range $key := list "args" "extraArgs" -}}
+{{- range $i, $a := index $v.engine $key -}}
+{{- $flag := regexReplaceAll "=.*$" (toString $a) "" -}}
+{{- if hasPrefix "--" $flag -}}
+{{- $flag = printf "--%s" (trimPrefix "--" $flag | replace "_" "-") -}}
+{{- end -}}
+{{- if hasKey $ownedBy $flag -}}
+{{- printf "engine.%s[%d]: %s is set by the chart from %s\n" $key $i $flag (get $ownedBy $flag) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Graceful drain: preStop sleep, then vLLM's own shutdown timeout, both inside the grace period. */}}
+{{- define "vllm-inference.validateValues.drainWithinGrace" -}}
+{{- $d := .Values.drain -}}
+{{- $drain := add (int $d.preStopSeconds) (int $d.shutdownTimeoutSeconds) -}}
+{{- if gt $drain (int $d.terminationGracePeriodSeconds) -}}
+{{- printf "drain.terminationGracePeriodSeconds (%d) must be >= drain.preStopSeconds + drain.shutdownTimeoutSeconds (%d)\n" (int $d.terminationGracePeriodSeconds) $drain -}}
+{{- end -}}
+{{- end -}}
+
+{{/* model.source s3 and an s3:// model.name go together. */}}
+{{- define "vllm-inference.validateValues.s3ModelName" -}}
+{{- $s3Name := hasPrefix "s3://" (toString .Values.model.name) -}}
+{{- if eq (toString .Values.model.source) "s3" -}}
+{{- if not $s3Name -}}
+{{- print "model.name: model.source s3 needs an s3:// URI\n" -}}
+{{- end -}}
+{{- else if $s3Name -}}
+{{- printf "model.name: an s3:// URI needs model.source s3 (got %s)\n" (toString .Values.model.source) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* model.source pvc needs a claim, and model.name is a path under its mount. */}}
+{{- define "vllm-inference.validateValues.pvcModel" -}}
+{{- $m := .Values.model -}}
+{{- if eq (toString $m.source) "pvc" -}}
+{{- if not $m.pvc.claimName -}}
+{{- print "model.pvc.claimName: required when model.source is pvc\n" -}}
+{{- end -}}
+{{- $name := toString $m.name -}}
+{{- $mount := trimSuffix "/" (toString $m.pvc.mountPath) -}}
+{{- if not (or (eq $name $mount) (hasPrefix (printf "%s/" $mount) $name)) -}}
+{{- printf "model.name: with model.source pvc it must be a path under model.pvc.mountPath (%s)\n" $m.pvc.mountPath -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A rolling update that may neither add nor remove a pod never progresses. */}}
+{{- define "vllm-inference.validateValues.rolloutProgress" -}}
+{{- if eq (toString .Values.strategy.type) "RollingUpdate" -}}
+{{- $surge := toString .Values.strategy.rollingUpdate.maxSurge -}}
+{{- $unavail := toString .Values.strategy.rollingUpdate.maxUnavailable -}}
+{{- if and (has $surge (list "0" "0%")) (has $unavail (list "0" "0%")) -}}
+{{- print "strategy.rollingUpdate: maxSurge and maxUnavailable cannot both be 0\n" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A NetworkPolicy admits at least one client. */}}
+{{- define "vllm-inference.validateValues.networkPolicyClients" -}}
+{{- $np := .Values.networkPolicy -}}
+{{- if and $np.enabled (not $np.allowedNamespaces) (not $np.allowSameNamespace) -}}
+{{- print "networkPolicy.allowedNamespaces: empty with allowSameNamespace false would admit no client at all\n" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* An existing ServiceAccount is named. */}}
+{{- define "vllm-inference.validateValues.serviceAccountName" -}}
+{{- if and (not .Values.serviceAccount.create) (not .Values.serviceAccount.name) -}}
+{{- print "serviceAccount.name: required when serviceAccount.create is false\n" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* runAsNonRoot true excludes runAsUser 0. */}}
+{{- define "vllm-inference.validateValues.nonRootUser" -}}
+{{- $sc := .Values.securityContext -}}
+{{- if and $sc.runAsNonRoot (hasKey $sc "runAsUser") -}}
+{{- if eq (int $sc.runAsUser) 0 -}}
+{{- print "securityContext.runAsUser: 0 (root) contradicts securityContext.runAsNonRoot true\n" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 
 {{/*
 Paths (";"-separated) of string values that look like a credential. Recursive over maps and lists.

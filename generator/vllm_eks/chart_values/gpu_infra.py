@@ -186,7 +186,7 @@ class Pool(ValuesModel):
     """One GPU pool. Keys left out come from poolDefaults."""
 
     name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63,
-                      description=(f"NodePool/EC2NodeClass name and value of the {contract.POOL_LABEL} node label; "
+                      description=("NodePool/EC2NodeClass name and value of the vllm-eks.io/pool node label; "
                                    "cluster-scoped, so unique in the cluster: one pool per model-server release "
                                    "(`vllm-eks values` writes `<namespace>-<release>-<instance type>`)"))
     instance_types: list[str] = Field(min_length=1, description="EC2 instance types of the pool")

@@ -10,7 +10,6 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from .. import contract
 from ..pools import HPA_MAX_PERIOD_SECONDS, KEDA_QUEUE_TARGET
 from ..plan import Plan
 from ..topology import Topology, keda_scales
@@ -61,8 +60,8 @@ class Metrics(ValuesModel):
 
 class VllmMonitor(ValuesModel):
     enabled: bool = Field(default=True, description="Render the model-server ServiceMonitor / PodMonitor")
-    port: str = Field(default=contract.SERVING_PORT_NAME, min_length=1, description="Port name serving /metrics")
-    path: str = Field(default=contract.METRICS_PATH, pattern=r"^/", description="HTTP path of the metrics endpoint")
+    port: str = Field(default="http", min_length=1, description="Port name serving /metrics")
+    path: str = Field(default="/metrics", pattern=r"^/", description="HTTP path of the metrics endpoint")
     match_labels: dict[str, str] = Field(
         default_factory=dict,
         description="Labels selecting the Service (single-node) or pods (multi-node). Empty: the vllm-inference labels")

@@ -162,7 +162,7 @@ class Engine(ValuesModel):
 
 
 class Gpu(ValuesModel):
-    count: int = Field(1, ge=1, description=f"{contract.GPU_RESOURCE} limit per pod")
+    count: int = Field(1, ge=1, description="nvidia.com/gpu limit per pod")
 
 
 class ResourceList(ValuesModel):
@@ -208,15 +208,15 @@ class Probe(ValuesModel):
 
 class Probes(ValuesModel):
     startup: StartupProbe = Field(default_factory=StartupProbe,
-                                  description=f"startupProbe on {contract.HEALTH_PATH}, sized to the model load time")
+                                  description="startupProbe on /health, sized to the model load time")
     readiness: Probe = Field(
         default_factory=lambda: Probe(period_seconds=READINESS[0], failure_threshold=READINESS[1],
                                       timeout_seconds=READINESS[2]),
-        description=f"readinessProbe on {contract.HEALTH_PATH}")
+        description="readinessProbe on /health")
     liveness: Probe = Field(
         default_factory=lambda: Probe(period_seconds=LIVENESS[0], failure_threshold=LIVENESS[1],
                                       timeout_seconds=LIVENESS[2]),
-        description=f"livenessProbe on {contract.HEALTH_PATH}")
+        description="livenessProbe on /health")
 
 
 class Drain(ValuesModel):
@@ -254,15 +254,15 @@ class Toleration(ValuesModel):
 
 class Scheduling(ValuesModel):
     pool: str = Field("", pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$", description=(
-        f"GPU pool (charts/gpu-infra NodePool) to run on: nodeSelector {contract.POOL_LABEL}; empty: any"))
+        "GPU pool (charts/gpu-infra NodePool) to run on: nodeSelector vllm-eks.io/pool; empty: any"))
     instance_type: str = Field("", pattern=r"^([a-z0-9][-a-z0-9.]*)?$", description=(
-        f"nodeSelector {contract.INSTANCE_TYPE_LABEL}; empty: any"))
+        "nodeSelector node.kubernetes.io/instance-type; empty: any"))
     zone: str = Field("", pattern=r"^([a-z0-9][-a-z0-9]*)?$", description=(
-        f"nodeSelector {contract.ZONE_LABEL}: every pod of the release in this one availability "
+        "nodeSelector topology.kubernetes.io/zone: every pod of the release in this one availability "
         "zone. Required when efa.devices > 0 (EFA traffic does not cross zones)"))
     node_selector: dict[str, str] = Field(default_factory=dict, description="Additional nodeSelector entries")
     tolerations: list[Toleration] = Field(default_factory=list, description=(
-        f"Tolerations in addition to the {contract.GPU_TAINT_KEY}:{contract.GPU_TAINT_EFFECT} one the chart always sets"))
+        "Tolerations in addition to the nvidia.com/gpu:NoSchedule one the chart always sets"))
     affinity: dict[str, Any] = Field(default_factory=dict, description="Pod affinity/anti-affinity (Kubernetes Affinity)")
     topology_spread_constraints: list[dict[str, Any]] = Field(default_factory=list, description=(
         "topologySpreadConstraints (Kubernetes objects); labelSelector defaults to the pod's selector labels"))
@@ -282,7 +282,7 @@ class SecurityContext(ValuesModel):
 
 
 class NetworkPolicy(ValuesModel):
-    enabled: bool = Field(False, description=f"Render a NetworkPolicy that admits only the serving port {contract.SERVING_PORT}")
+    enabled: bool = Field(False, description="Render a NetworkPolicy that admits only the serving port 8000")
     allowed_namespaces: list[Annotated[str, Field(pattern=DNS1123_LABEL)]] = Field(
         default_factory=list, description="Namespaces allowed to connect (e.g. the gateway and Prometheus namespaces)")
     allow_same_namespace: bool = Field(True, description="Also admit pods of the release namespace (the helm test pod runs there)")
@@ -290,8 +290,8 @@ class NetworkPolicy(ValuesModel):
 
 class Service(ValuesModel):
     type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = Field("ClusterIP", description="Service type")
-    port: int = Field(contract.SERVING_PORT, ge=1, le=65535, description=(
-        f"Service port (named {contract.SERVING_PORT_NAME}); the container always listens on {contract.SERVING_PORT}"))
+    port: int = Field(8000, ge=1, le=65535, description=(
+        "Service port (named http); the container always listens on 8000"))
     annotations: dict[str, str] = Field(default_factory=dict, description="Service annotations")
 
 
@@ -332,7 +332,7 @@ class EnvVar(ValuesModel):
 
 class Efa(ValuesModel):
     devices: int = Field(0, ge=0, description=(
-        f"{contract.EFA_RESOURCE} requested by every GPU pod: the instance's maximum interface "
+        "vpc.amazonaws.com/efa requested by every GPU pod: the instance's maximum interface "
         "count (p5.48xlarge 32). 0: no EFA. The EFA device plugin (charts/gpu-infra) mounts the "
         "devices; no capability or privilege is needed (memlock is unlimited on EKS AMIs)"))
     hugepages2_mi: OptionalQuantity = Field("", alias="hugepages2Mi", description=(
