@@ -91,7 +91,7 @@ def test_pool_label_differs(tmp_path: Path) -> None:
     infra, server = _pair(tmp_path, _scenario("g6e-xlarge"), infra_change=rename)
     (nodepool,) = [o for o in infra if o["kind"] == "NodePool"]
     key = chart_contract.nodepool_pool_label(nodepool)
-    assert _pod_spec(server)["nodeSelector"][key] == "gpu-g6e-xlarge", "the pod selects the label gpu-infra sets"
+    assert _pod_spec(server)["nodeSelector"][key] == "llm-vllm-g6e-xlarge", "the pod selects the label gpu-infra sets"
     m = _only(fit.check_objects(infra, server), "pool-label")
     assert m.message == f"selects {key}=llm-vllm-g6e-xlarge, but the NodePools label their nodes {key}=gpu-somewhere-else"
 
@@ -289,12 +289,12 @@ def test_pool_is_matched_by_labels_not_by_a_known_key(tmp_path: Path) -> None:
     assert fit.check_objects(infra, server) == []
     nodepool["spec"]["template"]["metadata"]["labels"]["example.com/gpu-pool"] = "elsewhere"
     m = _only(fit.check_objects(infra, server), "pool-label")
-    assert m.message == ("selects example.com/gpu-pool=gpu-g6e-xlarge, but the NodePools label their nodes "
+    assert m.message == ("selects example.com/gpu-pool=llm-vllm-g6e-xlarge, but the NodePools label their nodes "
                          "example.com/gpu-pool=elsewhere")
-    nodepool["spec"]["template"]["metadata"]["labels"]["example.com/gpu-pool"] = "gpu-g6e-xlarge"
+    nodepool["spec"]["template"]["metadata"]["labels"]["example.com/gpu-pool"] = "llm-vllm-g6e-xlarge"
     _relabel(infra, "example.com/gpu-pool", "example.com/other")
     m = _only(fit.check_objects(infra, server), "label")
-    assert m.message == "selects example.com/gpu-pool=gpu-g6e-xlarge, a label this NodePool does not define"
+    assert m.message == "selects example.com/gpu-pool=llm-vllm-g6e-xlarge, a label this NodePool does not define"
 
 
 @pytest.mark.render

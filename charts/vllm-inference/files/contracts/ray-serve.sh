@@ -1,6 +1,6 @@
 #!/bin/sh
-# Image contract of topology ray-serve (RayService: `ray start` on the head and the GPU workers,
-# Ray Serve LLM running vLLM in the worker processes).
+# Image contract of topology ray-serve (RayService: KubeRay starts Ray on the head and the GPU
+# workers, Ray Serve LLM runs vLLM in the worker processes).
 # Usage: sh ray-serve.sh [efa]
 . "$(dirname "$0")/lib.sh"
 ray_llm_contract ray-serve "efa" "$@"
