@@ -41,7 +41,7 @@ _DROP_WITH_VALUE = (
     "--load-format", "--model-loader-extra-config",  # S3 streaming; the model is a local folder
     "--kv-transfer-config",  # NIXL prefill/decode transfer over GPU memory and EFA
 )
-_DROP_SWITCH = ("--enable-expert-parallel",)  # the stand-ins are dense
+_DROP_SWITCH = ("--enable-expert-parallel",)  # one CPU worker per server: no ranks to spread experts over
 # The CPU attention kernel takes block sizes that are multiples of 32 only
 # (vllm/v1/attention/backends/cpu_attn.py get_supported_kernel_block_sizes: MultipleOf(32));
 # CUDA's default 16 fails at start-up with "No common block size for 16". 128 is the CPU default.
