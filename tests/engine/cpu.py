@@ -5,6 +5,7 @@ rendered argument list reaches vLLM unchanged."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ TINY_FOR_ARCHITECTURE = {
     "Qwen2ForCausalLM": "qwen2",
     "MistralForCausalLM": "mistral-swa",
     "GptOssForCausalLM": "mistral-swa",
+    "DeepseekV3ForCausalLM": "deepseek-v3",
 }
 # KV cache budget of every scenario server, in GiB (VLLM_CPU_KVCACHE_SPACE takes whole GiB).
 SCENARIO_KV_GIB = 1
@@ -39,12 +41,39 @@ _DROP_WITH_VALUE = (
     "--load-format", "--model-loader-extra-config",  # S3 streaming; the model is a local folder
     "--kv-transfer-config",  # NIXL prefill/decode transfer over GPU memory and EFA
 )
-_DROP_SWITCH = ("--enable-expert-parallel",)  # the stand-ins are dense
+_DROP_SWITCH = ("--enable-expert-parallel",)  # one CPU worker per server: no ranks to spread experts over
 # The CPU attention kernel takes block sizes that are multiples of 32 only
 # (vllm/v1/attention/backends/cpu_attn.py get_supported_kernel_block_sizes: MultipleOf(32));
 # CUDA's default 16 fails at start-up with "No common block size for 16". 128 is the CPU default.
 CPU_BLOCK_MULTIPLE = 32
 CPU_DEFAULT_BLOCK_SIZE = 128
+# MLA models (DeepSeek-V3) take another backend: without AMX, vLLM's reference CPU_MLA backend,
+# whose decode kernel pages blocks of exactly 16 (vllm/v1/attention/backends/mla/cpu_mla.py
+# get_supported_kernel_block_sizes: [16]; vllm/platforms/cpu.py overrides any other size with a
+# warning). With AMX the platform picks AMX_MLA, which pages multiples of 32 like CPU_ATTN.
+CPU_MLA_BLOCK_SIZE = 16
+
+
+def _uses_mla(tiny_model: str) -> bool:
+    """The stand-in caches one MLA latent per token (its config has kv_lora_rank), as the
+    engine decides (vllm ModelConfig.use_mla)."""
+    config = Path(tiny_model) / "config.json"
+    return config.exists() and bool(json.loads(config.read_text()).get("kv_lora_rank"))
+
+
+def _cpu_has_amx() -> bool:
+    """AMX tiles on this CPU (the flag vLLM's torch.cpu._is_amx_tile_supported() reads)."""
+    try:
+        return "amx_tile" in Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+
+
+def cpu_block_size(value: int, *, mla: bool) -> int:
+    """The rendered --block-size, or the size the CPU attention backend of the stand-in pages."""
+    if mla and not _cpu_has_amx():
+        return CPU_MLA_BLOCK_SIZE
+    return value if value % CPU_BLOCK_MULTIPLE == 0 else CPU_DEFAULT_BLOCK_SIZE
 
 
 def tiny_model_for(model_id: str) -> str:
@@ -103,7 +132,8 @@ def cpu_substitutions(args: list[str] | tuple[str, ...], *, tiny_model: str, por
     """The rendered `vllm serve` arguments, changed only where a CPU machine requires it:
     model -> local tiny stand-in; TP/PP/DP -> 1; the KV budget -> VLLM_CPU_KVCACHE_SPACE;
     --port -> a free loopback port with --host 127.0.0.1; a block size the CPU kernel cannot
-    page (not a multiple of 32) -> 128; GPU/cluster-only flags dropped.
+    page (not a multiple of 32 -> 128; for an MLA stand-in without AMX, anything but 16 -> 16);
+    GPU/cluster-only flags dropped.
     Multi-node groups (keep_pipeline): the pipeline parallel size stays as rendered (one stage
     per process, as one per pod), TP -> 1 (one CPU worker per process), and --master-port ->
     `master_port` (a free loopback port: several runs share this machine)."""
@@ -112,6 +142,7 @@ def cpu_substitutions(args: list[str] | tuple[str, ...], *, tiny_model: str, por
     out: list[str] = [tiny_model]
     changes.append(f"model {model} -> {tiny_model}")
     saw_host = False
+    mla = _uses_mla(tiny_model)
     for group in groups:
         name = _name(group)
         if name == "--model":
@@ -129,10 +160,10 @@ def cpu_substitutions(args: list[str] | tuple[str, ...], *, tiny_model: str, por
             out += [name, "1"]
         elif name == "--block-size":
             value = group[0].split("=", 1)[1] if "=" in group[0] else group[1]
-            if int(value) % CPU_BLOCK_MULTIPLE:
-                changes.append(f"--block-size {value} -> {CPU_DEFAULT_BLOCK_SIZE}")
-                value = str(CPU_DEFAULT_BLOCK_SIZE)
-            out += ["--block-size", value]
+            size = cpu_block_size(int(value), mla=mla)
+            if size != int(value):
+                changes.append(f"--block-size {value} -> {size}")
+            out += ["--block-size", str(size)]
         elif name == "--port":
             changes.append(f"--port {group[-1]} -> {port}")
             out += ["--port", str(port)]

@@ -13,6 +13,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +21,7 @@ from tests.engine import scenarios as sc
 from tests.engine.cpu import tiny_model_for
 from tests.engine.multinode import Group, prepare_group
 from tests.engine.report import REPORT
-from tests.engine.server import STARTUP_TIMEOUT_S
+from tests.engine.server import SIZING_LINE, STARTUP_TIMEOUT_S
 
 
 def _multi_node_plans() -> dict[str, str]:
@@ -42,18 +43,19 @@ def _has_stand_in(model: str) -> bool:
 
 
 def _multi_node_scenarios() -> list[str]:
-    """Scenarios whose architecture has a tiny stand-in (DeepSeek-V3's MLA + experts has none:
-    see docs/engine-tier.md, Limits)."""
+    """Scenarios whose architecture has a tiny stand-in: all of them (the test below fails
+    otherwise)."""
     return [name for name, model in _multi_node_plans().items() if _has_stand_in(model)]
 
 
-def test_multi_node_scenarios_without_a_stand_in_are_named() -> None:
+def test_every_multi_node_scenario_has_a_stand_in() -> None:
+    plans = _multi_node_plans()
+    assert plans, "no multi-node scenario: the LeaderWorkerSet commands would go untested"
     run = _multi_node_scenarios()
-    assert run, "no multi-node scenario can run here: the LeaderWorkerSet commands would go untested"
-    missing = sorted(set(_multi_node_plans()) - set(run))
-    REPORT.note("multi-node scenarios run as processes: " + ", ".join(run)
-                + (f"; not run (no tiny stand-in of the architecture): {', '.join(missing)}" if missing else ""))
-    assert set(missing) <= {"deepseek-v3-p5-48xlarge-lws"}, f"new multi-node scenarios without a stand-in: {missing}"
+    missing = sorted(set(plans) - set(run))
+    REPORT.note("multi-node scenarios run as processes: " + ", ".join(run))
+    assert not missing, (f"multi-node scenarios without a tiny stand-in of their architecture: {missing} "
+                         "(add one to tests/engine/scripts/write_tiny_models.py and TINY_FOR_ARCHITECTURE)")
 
 
 def _get(url: str, body: dict | None = None, timeout: float = 60) -> tuple[int, str]:
@@ -65,6 +67,23 @@ def _get(url: str, body: dict | None = None, timeout: float = 60) -> tuple[int, 
             return r.status, r.read().decode(errors="replace")
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode(errors="replace")
+
+
+def _kv_bytes_per_token_and_layer(config: dict) -> int:
+    """What one attention layer of the stand-in caches per token, in its bf16/fp16 dtype: the MLA
+    latent (kv_lora_rank + qk_rope_head_dim) or K and V of every KV head."""
+    assert config.get("dtype", config.get("torch_dtype")) in ("bfloat16", "float16"), config
+    if config.get("kv_lora_rank"):
+        return (config["kv_lora_rank"] + config["qk_rope_head_dim"]) * 2
+    head_dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
+    return 2 * config["num_key_value_heads"] * head_dim * 2
+
+
+def _kv_tokens(budget_bytes: int, per_layer: int, layers: int, block: int, max_len: int) -> int:
+    """The engine's sizing line for full-attention layers (docs/engine-tier.md, Sizing):
+    num_blocks = budget // page // layers, N = int(num_blocks / cdiv(L, block) * L)."""
+    num_blocks = budget_bytes // (block * per_layer) // layers
+    return int(num_blocks / -(-max_len // block) * max_len)
 
 
 def _probe(group: Group, timeout: float = 40) -> tuple[int, str]:
@@ -127,6 +146,33 @@ def test_completion_through_the_leader_uses_both_stages(group: Group) -> None:
         f"{role} {len(ps)} ({', '.join(c.split()[1].rsplit('/', 1)[-1] if c.startswith('/') and len(c.split()) > 1 else c.split()[0].rsplit('/', 1)[-1] for _, c in ps)})"
         for role, ps in procs.items()) + f"; PP ranks logged: {ranks}")
     assert len(procs["worker"]) >= 2, "the headless worker runs its engine worker in a child process"
+    assert ranks == {"leader": ["0"], "worker": ["1"]}, ranks
+    # the layers were split: the KV cache the engine sized holds one of the stand-in's two layers
+    # per stage (a stage holding both would fit half as many tokens in the same budget)
+    la = group.leader.argv[4:]
+    config = json.loads((Path(la[0]) / "config.json").read_text())
+    assert config["num_hidden_layers"] == 2, config
+    sizing = SIZING_LINE.search(group.leader.log_text())
+    assert sizing, "the leader logged no KV cache size"
+    block, max_len = int(sc.flag_value(la, "--block-size")), int(sizing["len"].replace(",", ""))
+    per_layer = _kv_bytes_per_token_and_layer(config)
+    budget = int(group.leader.env["VLLM_CPU_KVCACHE_SPACE"]) * 2**30
+    logged = int(sizing["tokens"].replace(",", ""))
+    assert logged == _kv_tokens(budget, per_layer, 1, block, max_len) != _kv_tokens(
+        budget, per_layer, 2, block, max_len), (sizing.group(0), per_layer, block)
+    split = f"KV: {sizing.group(0)} (one layer of {per_layer} B/token per stage, block {block})"
+    if config.get("n_routed_experts"):
+        # DeepSeek layout: dense layers first (first_k_dense_replace), then MoE layers. vLLM's
+        # DeepSeek model logs when the layers a stage builds hold no MoE block: the leader's stage
+        # (the dense layer) must log it, the worker's stage (the MoE layer) must not.
+        assert config["first_k_dense_replace"] == 1, config
+        no_moe = "No DeepseekV2MoE layer found in model.layers"
+        assert no_moe in group.leader.log_text() and no_moe not in group.worker.log_text()
+        for p in (group.leader, group.worker):
+            assert re.search(r"Using (CPU|AMX)_MLA backend", p.log_text()), p.role
+        split += ("; leader stage: layer 0 (MLA + dense MLP); worker stage: layer 1 "
+                  f"(MLA + {config['n_routed_experts']} routed experts + {config['n_shared_experts']} shared)")
+    REPORT.note(f"multi-node {group.scenario}: split: {split}")
     # the liveness probe the chart renders passes on a healthy group
     code, line = _probe(group)
     assert code == 0, line

@@ -14,6 +14,13 @@ sliding window) matter to the tests, and those are varied on purpose:
   - gpt-oss: gpt-oss-style mixture of experts (4 experts, top-2, bf16: the MXFP4 expert format
     has no CPU kernel) with attention sinks, YaRN RoPE and alternating sliding-window / full
     attention layers, so the KV cache has two layer groups.
+  - deepseek-v3: DeepSeek-V3-style MLA attention with the real latent width (kv_lora_rank 512 +
+    qk_rope_head_dim 64 = 576: vLLM's CPU MLA decode kernel compiles for that size only,
+    vllm/v1/attention/backends/mla/cpu_mla.py) and a q LoRA, YaRN RoPE as the real checkpoint
+    (factor 40 on 4096 positions = 163840), one dense layer (first_k_dense_replace 1) then one
+    MoE layer of 8 routed experts in 4 groups (topk_group 2, top-2, sigmoid scores with a
+    correction bias) plus 1 shared expert; bf16 weights, no quantization_config (the real
+    checkpoint's FP8 128x128 blocks are not reproduced), no MTP layer.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ from pathlib import Path
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import (
+    DeepseekV3Config,
+    DeepseekV3ForCausalLM,
     GptOssConfig,
     GptOssForCausalLM,
     LlamaConfig,
@@ -47,6 +56,9 @@ SPECIAL_TOKENS = ["<s>", "</s>", "<pad>", "<|system|>", "<|user|>", "<|assistant
 VOCAB_SIZE = 512
 # Long enough for any max_model_len the scenarios render (the tests serve with those values).
 MAX_POSITIONS = 131072
+# DeepSeek-V3's own context (config.json: max_position_embeddings 163840, YaRN factor 40 on
+# original_max_position_embeddings 4096); its scenario renders --max-model-len 163840.
+DEEPSEEK_V3_POSITIONS = 163840
 
 CORPUS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -115,6 +127,17 @@ def specs(tokenizer: PreTrainedTokenizerFast) -> dict[str, tuple[type, object]]:
             rope_scaling={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,
                           "beta_slow": 1.0, "truncate": False,
                           "original_max_position_embeddings": 4096})),
+        "deepseek-v3": (DeepseekV3ForCausalLM, DeepseekV3Config(
+            **{**base, "max_position_embeddings": DEEPSEEK_V3_POSITIONS},
+            num_key_value_heads=4, q_lora_rank=64, kv_lora_rank=512, qk_rope_head_dim=64,
+            qk_nope_head_dim=32, v_head_dim=32, first_k_dense_replace=1, moe_layer_freq=1,
+            n_routed_experts=8, n_shared_experts=1, moe_intermediate_size=64,
+            num_experts_per_tok=2, n_group=4, topk_group=2, topk_method="noaux_tc",
+            scoring_func="sigmoid", norm_topk_prob=True, routed_scaling_factor=2.5,
+            num_nextn_predict_layers=0, tie_word_embeddings=False,
+            rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0,
+                             "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0,
+                             "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096})),
     }
 
 
