@@ -23,6 +23,12 @@ class DaemonSetFootprint:
     source: str
 
 
+# The DaemonSets charts/gpu-infra installs: these requests are its values' defaults, and the
+# reserve below counts them, so both read them from here.
+NVIDIA_DEVICE_PLUGIN = DaemonSetFootprint("nvidia-device-plugin", 50, 64 * MIB, "charts/gpu-infra values")
+EFA_DEVICE_PLUGIN = DaemonSetFootprint("efa-device-plugin", 10, 32 * MIB, "charts/gpu-infra values")
+DCGM_EXPORTER = DaemonSetFootprint("dcgm-exporter", 100, 512 * MIB, "charts/gpu-infra values")
+
 # What a GPU node typically runs besides the model server, with the requests upstream manifests
 # set (where a pod sets no memory request, its usual working set, so the node keeps room for it).
 TYPICAL_GPU_NODE_DAEMONSETS = (
@@ -32,9 +38,9 @@ TYPICAL_GPU_NODE_DAEMONSETS = (
     DaemonSetFootprint("ebs-csi-node", 30, 120 * MIB,
                        "kubernetes-sigs/aws-ebs-csi-driver chart: 10m/40Mi for the plugin and each of two sidecars"),
     DaemonSetFootprint("eks-pod-identity-agent", 25, 64 * MIB, "EKS add-on sets none: small Go agent"),
-    DaemonSetFootprint("nvidia-device-plugin", 50, 64 * MIB, "charts/gpu-infra values"),
-    DaemonSetFootprint("efa-device-plugin", 10, 32 * MIB, "charts/gpu-infra values"),
-    DaemonSetFootprint("dcgm-exporter", 100, 512 * MIB, "charts/gpu-infra values"),
+    NVIDIA_DEVICE_PLUGIN,
+    EFA_DEVICE_PLUGIN,
+    DCGM_EXPORTER,
     DaemonSetFootprint("node-exporter", 100, 128 * MIB, "prometheus-node-exporter chart sets none: a usual setting"),
     DaemonSetFootprint("fluent-bit (log shipper)", 500, 100 * MIB,
                        "aws-samples/amazon-cloudwatch-container-insights fluent-bit DaemonSet: 500m/100Mi"),

@@ -18,7 +18,8 @@ from ..plan import Plan
 from .base import Quantity, ValuesModel
 from .options import ValuesOptions, efa_zone
 
-from ..units import GIB
+from ..sizing import DCGM_EXPORTER, EFA_DEVICE_PLUGIN, NVIDIA_DEVICE_PLUGIN, DaemonSetFootprint
+from ..units import GIB, bytes_quantity, cpu_quantity
 
 # Pinned versions. Each was the newest release found when pinned; bump them deliberately.
 # AL2023 EKS AMI release v20260903 (awslabs/amazon-eks-ami releases; the AL2023 1.35.7-20260903
@@ -228,23 +229,27 @@ class GpuInfraValues(ValuesModel):
     nvidia_device_plugin: DaemonSetValues = Field(
         default_factory=lambda: DaemonSetValues(
             image=Image(repository=NVIDIA_DEVICE_PLUGIN_IMAGE, tag=NVIDIA_DEVICE_PLUGIN_TAG),
-            resources=Resources(requests=ResourceQuantities(cpu="50m", memory="64Mi"),
+            resources=Resources(requests=_requests(NVIDIA_DEVICE_PLUGIN),
                                 limits=ResourceQuantities(cpu="200m", memory="256Mi"))),
         description="NVIDIA device plugin (AL2023 only; built into Bottlerocket NVIDIA AMIs)")
     efa_device_plugin: DaemonSetValues = Field(
         default_factory=lambda: DaemonSetValues(
             enabled=False,
             image=Image(repository=EFA_DEVICE_PLUGIN_IMAGE, tag=EFA_DEVICE_PLUGIN_TAG),
-            resources=Resources(requests=ResourceQuantities(cpu="10m", memory="32Mi"),
+            resources=Resources(requests=_requests(EFA_DEVICE_PLUGIN),
                                 limits=ResourceQuantities(cpu="100m", memory="128Mi"))),
         description="EFA device plugin (on EFA pools)")
     dcgm_exporter: DcgmExporter = Field(
         default_factory=lambda: DcgmExporter(
             image=Image(repository=DCGM_EXPORTER_IMAGE, tag=DCGM_EXPORTER_TAG),
-            resources=Resources(requests=ResourceQuantities(cpu="100m", memory="512Mi"),
+            resources=Resources(requests=_requests(DCGM_EXPORTER),
                                 limits=ResourceQuantities(cpu="500m", memory="1Gi"))),
         description="DCGM exporter: GPU metrics")
     network_policy: NetworkPolicy = Field(default_factory=NetworkPolicy, description="NetworkPolicies of the DaemonSets")
+
+
+def _requests(daemonset: DaemonSetFootprint) -> ResourceQuantities:
+    return ResourceQuantities(cpu=cpu_quantity(daemonset.cpu_millicores), memory=bytes_quantity(daemonset.memory_bytes))
 
 
 def gpu_limit(plan: Plan) -> int:
