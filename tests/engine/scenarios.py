@@ -57,10 +57,12 @@ def scenario_dirs() -> list[Path]:
     return sorted(p.parent for p in VALUES.glob("*/vllm-inference.yaml"))
 
 
-def render_chart(chart: Path, values_file: Path, helm: str = "helm4") -> list[dict[str, Any]]:
+def render_chart(chart: Path, values_file: Path, helm: str = "helm4",
+                 set_values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     from tests.harness.helm import render
 
-    return render(chart, values_files=[values_file], helm=helm, release=RELEASE, namespace=NAMESPACE)
+    return render(chart, values_files=[values_file], set_values=set_values, helm=helm,
+                  release=RELEASE, namespace=NAMESPACE)
 
 
 def render_scenario(scenario: Path) -> list[dict[str, Any]]:

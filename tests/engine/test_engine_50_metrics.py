@@ -22,6 +22,14 @@ from tests.engine.serving import METRICS_SCENARIO, ScenarioRun, prepare, server_
 
 LEGACY_ONLY = "vllm:gpu_cache_usage_perc"  # renamed to vllm:kv_cache_usage_perc; gone in 0.32
 
+# The latency SLOs in the scenario's values are the Plan's figures for its GPU (93 ms per token
+# on g6e). Two shared CPU cores serving a tiny model under concurrent load do not meet a GPU's
+# per-token latency, and whether they come close depends on what else the machine runs, so the
+# silence test would measure the machine, not the rules. The rules are rendered with CPU
+# allowances instead; every other threshold (errors, queue, KV cache, preemptions, restarts)
+# stays the Plan's. The measured p99 figures are reported beside the allowances.
+CPU_LATENCY_SLO = {"ttftP99Seconds": 30.0, "tpotP99Seconds": 2.0}
+
 
 def _labels_match(selector: dict[str, Any], labels: dict[str, str]) -> bool:
     for k, v in (selector.get("matchLabels") or {}).items():
@@ -137,7 +145,8 @@ def metrics(rendered_scenarios, tiny_models, server_pool, engine_workdir) -> Met
         pytest.fail(f"{sc.CHART_OBSERVABILITY} missing: the chart queries cannot be checked")
     values = sc.VALUES / METRICS_SCENARIO / "observability.yaml"
     assert values.exists(), f"{values} missing"
-    obs = sc.render_chart(sc.CHART_OBSERVABILITY, values)
+    obs = sc.render_chart(sc.CHART_OBSERVABILITY, values,
+                          set_values={f"rules.slo.{k}": v for k, v in CPU_LATENCY_SLO.items()})
     queries = q.all_queries(obs)
     assert queries, "charts/observability renders no query (dashboards, rules, KEDA): nothing checked"
     run = prepare(METRICS_SCENARIO, rendered_scenarios[METRICS_SCENARIO], tiny_models)
@@ -276,6 +285,11 @@ def test_alerts_stay_silent_under_healthy_load(metrics: MetricsRun) -> None:
     loud = {name: state for name, state in active.items()
             if name in alert_rules and m.engine_observable(alert_rules[name].expr)}
     gpu_side = {name: state for name, state in active.items() if name not in loud}
+    for metric, slo in (("vllm:inter_token_latency_seconds", "tpotP99Seconds"),
+                        ("vllm:time_to_first_token_seconds", "ttftP99Seconds")):
+        p99 = m.prom.query(f"histogram_quantile(0.99, sum by (le) (rate({metric}_bucket[5m])))")
+        measured = float(p99[0]["value"][1]) if p99 else float("nan")
+        REPORT.note(f"{metric} p99 on CPU: {measured:.3f} s (allowance {CPU_LATENCY_SLO[slo]} s)")
     REPORT.note(f"alerts: {len(alert_rules)} evaluated; engine-side active under healthy load: "
                 f"{len(loud)}; GPU/cluster-side active (no DCGM/kube-state here): {gpu_side or 'none'}")
     assert not loud, f"alerts active under a healthy load: {loud}"
