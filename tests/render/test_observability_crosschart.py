@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from tests.harness import helm
-from vllm_eks import contract
+from tests.harness.pods import CreatedPod, created_pods, selects as _selects
 from vllm_eks.chart_values.observability import vllm_inference_fullname
 
 pytestmark = pytest.mark.render
@@ -24,13 +24,6 @@ SCENARIOS = sorted(p.parent for p in (REPO / "values").glob("*/observability.yam
                    if (p.parent / "vllm-inference.yaml").is_file())
 GPU_INFRA_RELEASE = "gpu-infra"
 GPU_INFRA_NAMESPACE = "gpu-infra"
-# Labels the LeaderWorkerSet controller and KubeRay put on the pods they create (not in the
-# pod templates): LWS worker-index ("0" on the leader); KubeRay's ray.io/is-ray-node.
-LWS_LEADER_LABELS = {contract.LWS_WORKER_INDEX_LABEL: "0"}
-KUBERAY_POD_LABELS = {"ray.io/is-ray-node": "yes"}
-# KubeRay adds a container port `metrics` (8080) to every Ray container that lacks one
-# (ray-project/kuberay ray-operator/controllers/ray/common/pod.go).
-KUBERAY_DEFAULT_PORTS = {"metrics"}
 
 
 def _id(path: Path) -> str:
@@ -62,10 +55,6 @@ def _rendered(scenario: Path) -> dict[str, list[dict]]:
     return out
 
 
-def _selects(match_labels: dict[str, str], labels: dict[str, str]) -> bool:
-    return all(labels.get(k) == v for k, v in match_labels.items())
-
-
 def _in_namespaces(selector: dict, namespace: str, own: str) -> bool:
     if selector.get("any"):
         return True
@@ -77,35 +66,8 @@ def _ns(obj: dict) -> str:
     return obj["metadata"].get("namespace", "")
 
 
-def _container_port_names(pod_spec: dict) -> set[str]:
-    return {p["name"] for c in pod_spec.get("containers", []) for p in c.get("ports", []) if p.get("name")}
-
-
-def _pod_templates(objects: list[dict]) -> list[tuple[str, dict, dict]]:
-    """(what, pod labels as created, pod spec) for every pod the workload objects will create."""
-    pods: list[tuple[str, dict, dict]] = []
-    for obj in objects:
-        kind, name = obj["kind"], obj["metadata"]["name"]
-        if kind in {"Deployment", "StatefulSet"}:
-            tpl = obj["spec"]["template"]
-            pods.append((f"{kind}/{name}", tpl["metadata"].get("labels", {}), tpl["spec"]))
-        elif kind == "LeaderWorkerSet":
-            lwt = obj["spec"]["leaderWorkerTemplate"]
-            leader = lwt.get("leaderTemplate") or lwt["workerTemplate"]
-            pods.append((f"{kind}/{name} leader", {**leader["metadata"].get("labels", {}), **LWS_LEADER_LABELS},
-                         leader["spec"]))
-            worker = lwt["workerTemplate"]
-            pods.append((f"{kind}/{name} worker", {**worker["metadata"].get("labels", {}),
-                                                   contract.LWS_WORKER_INDEX_LABEL: "1"}, worker["spec"]))
-        elif kind == "RayService":
-            cluster = obj["spec"]["rayClusterConfig"]
-            groups = [("head", cluster["headGroupSpec"]["template"])] + [
-                (g["groupName"], g["template"]) for g in cluster.get("workerGroupSpecs", [])]
-            for group, tpl in groups:
-                spec = dict(tpl["spec"])
-                pods.append((f"{kind}/{name} {group}", {**tpl["metadata"].get("labels", {}), **KUBERAY_POD_LABELS},
-                             spec))
-    return pods
+def _container_port_names(pod: CreatedPod) -> set[str]:
+    return {p["name"] for p in pod.container_ports() if p.get("name")}
 
 
 def test_scenarios_exist() -> None:
@@ -140,29 +102,26 @@ def test_model_server_monitor_selects_serving_endpoints(scenario: Path) -> None:
         services = [s for s in served if s["kind"] == "Service" and _selects(match, s["metadata"].get("labels", {}))
                     and _in_namespaces(spec["namespaceSelector"], _ns(s), own_ns)]
         assert services, f"ServiceMonitor selects no Service with {match}"
-        pods = _pod_templates(served)
+        pods = created_pods(served)
         for service in services:
             ports = {p.get("name"): p for p in service["spec"]["ports"]}
             for endpoint in spec["endpoints"]:
                 assert endpoint["port"] in ports, f"Service {service['metadata']['name']} has no port {endpoint['port']}"
                 target_port = ports[endpoint["port"]].get("targetPort")
-                backing = [(what, pod_spec) for what, labels, pod_spec in pods
-                           if _selects(service["spec"]["selector"], labels)]
+                backing = [pod for pod in pods if _selects(service["spec"]["selector"], pod.labels)]
                 assert backing, f"Service {service['metadata']['name']} selects no pod template"
                 if isinstance(target_port, str):
-                    for what, pod_spec in backing:
-                        assert target_port in _container_port_names(pod_spec), f"{what}: no container port {target_port}"
+                    for pod in backing:
+                        assert target_port in _container_port_names(pod), f"{pod.what}: no container port {target_port}"
     else:
         assert topology in {"multi-node", "ray-serve", "disaggregated"}
-        pods = [(what, labels, pod_spec) for what, labels, pod_spec in _pod_templates(served)
-                if _selects(match, labels)]
+        pods = [pod for pod in created_pods(served) if _selects(match, pod.labels)]
         assert pods, f"PodMonitor selects no pod template with {match}"
         if topology == "multi-node":
-            assert all(what.endswith("leader") for what, _, _ in pods), [w for w, _, _ in pods]
+            assert all(pod.what.endswith("leader") for pod in pods), [pod.what for pod in pods]
         for endpoint in spec["podMetricsEndpoints"]:
-            for what, _, pod_spec in pods:
-                names = _container_port_names(pod_spec) | (KUBERAY_DEFAULT_PORTS if topology in {"ray-serve", "disaggregated"} else set())
-                assert endpoint["port"] in names, f"{what}: no container port {endpoint['port']}"
+            for pod in pods:
+                assert endpoint["port"] in _container_port_names(pod), f"{pod.what}: no container port {endpoint['port']}"
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=_id)

@@ -106,6 +106,12 @@ checkov.io/skip{{ add1 $i }}: {{ $skip | quote }}
 8000
 {{- end }}
 
+{{/* The port of Ray's metrics agent on every Ray pod (KubeRay's default `metrics` port), where
+vLLM's metrics leave a RayService; defined here only. */}}
+{{- define "vllm-inference.rayMetricsPort" -}}
+8080
+{{- end }}
+
 {{/* Writable paths: every directory the server writes lives on the "cache" or "tmp" volume. */}}
 {{- define "vllm-inference.cacheRoot" -}}
 /var/cache/vllm

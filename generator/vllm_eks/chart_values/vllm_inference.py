@@ -282,7 +282,10 @@ class SecurityContext(ValuesModel):
 
 
 class NetworkPolicy(ValuesModel):
-    enabled: bool = Field(False, description="Render a NetworkPolicy that admits only the serving port 8000")
+    enabled: bool = Field(False, description=(
+        "Render an ingress NetworkPolicy: the serving port 8000 (and on ray-serve and disaggregated the Ray "
+        "dashboard 8265, dashboard agent 52365 and metrics 8080 ports) from allowedNamespaces and the release "
+        "namespace; multi-node and Ray pods of the release also reach each other on any port"))
     allowed_namespaces: list[Annotated[str, Field(pattern=DNS1123_LABEL)]] = Field(
         default_factory=list, description="Namespaces allowed to connect (e.g. the gateway and Prometheus namespaces)")
     allow_same_namespace: bool = Field(True, description="Also admit pods of the release namespace (the helm test pod runs there)")
