@@ -20,7 +20,8 @@ from .engine_settings import EngineSettings, engine_settings
 from .errors import DoesNotFitError, InvalidOptionError
 from .hardware import Hardware, instance_catalog, resolve_hardware
 from .plan import EnginePlan, LayoutPlan, PhasePlan, ServeAutoscaling
-from .request import PlanRequest
+from .request import PlanRequest, model_source_kind
+from .topology import model_source_refusal
 from .units import GIB, gib
 
 DEFAULT_UTILIZATION = 0.90
@@ -328,6 +329,9 @@ class Decisions:
             raise InvalidOptionError(
                 f"--topology disaggregated moves the KV cache over EFA, and {hw.name} has no EFA interface "
                 f"(instances with EFA: {', '.join(with_efa)})")
+        refusal = model_source_refusal(req.topology, model_source_kind(req.model_source))
+        if refusal:
+            raise InvalidOptionError(refusal)
         if (req.prefill_replicas or req.decode_replicas) and not disaggregated:
             raise InvalidOptionError("--prefill-replicas/--decode-replicas need --topology disaggregated")
 

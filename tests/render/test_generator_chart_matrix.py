@@ -1,0 +1,98 @@
+"""The generator and the charts agree on every combination of topology, model source and EFA.
+
+For each topology (single-node, multi-node, ray-serve, disaggregated), each model source kind
+`generator/vllm_eks/request.py:model_source_kind` tells apart (a Hugging Face repo id, an s3://
+URI, a path on a PVC) and an instance with and without EFA interfaces, `vllm-eks values` runs
+in-process. Either it refuses with one line naming a flag (exit 1), or the three charts render its
+values with Helm (their validate helpers and values.schema.json included). The refusals expected
+are listed with the flag they must name: a combination that renders where a refusal is expected,
+or the reverse, fails too, so neither side can drift into refusing everything."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from tests.harness import helm
+from vllm_eks.cli import main
+
+pytestmark = pytest.mark.render
+
+CHARTS = Path(__file__).resolve().parents[2] / "charts"
+ZONE = ["--zone", "us-east-1a"]
+# (topology, instance has EFA) -> arguments of a model/instance pair that plans that topology.
+PAIRS: dict[tuple[str, bool], list[str]] = {
+    ("single-node", False): ["--model", "llama-3.1-8b-instruct", "--instance", "g6e.xlarge"],
+    ("single-node", True): ["--model", "llama-3.1-70b-instruct", "--instance", "p5.48xlarge", *ZONE],
+    ("multi-node", False): ["--model", "llama-3.1-70b-instruct", "--instance", "g6e.xlarge"],
+    ("multi-node", True): ["--model", "llama-3.1-405b-instruct", "--instance", "p5.48xlarge", *ZONE],
+    ("ray-serve", False): ["--model", "llama-3.1-8b-instruct", "--instance", "g6e.xlarge", "--topology", "ray-serve"],
+    ("ray-serve", True): ["--model", "llama-3.1-70b-instruct", "--instance", "g6e.12xlarge", "--topology",
+                          "ray-serve", *ZONE],
+    ("disaggregated", False): ["--model", "qwen3-8b", "--instance", "g6e.xlarge", "--topology", "disaggregated",
+                               "--max-model-len", "4096"],
+    ("disaggregated", True): ["--model", "qwen3-8b", "--instance", "g6.8xlarge", "--topology", "disaggregated",
+                              "--max-model-len", "4096", *ZONE],
+}
+SOURCES: dict[str, list[str]] = {
+    "huggingface": [],
+    "s3": ["--model-source", "s3://models-bucket/weights/model", "--iam-role-arn",
+           "arn:aws:iam::111122223333:role/model-reader"],
+    "pvc": ["--model-source", "/models/weights/model", "--pvc-name", "model-weights"],
+}
+# Combinations the generator refuses, and the flag its one-line error must name.
+REFUSED: dict[tuple[str, str, bool], str] = {
+    # NIXL moves the KV cache over EFA: no EFA interface, no disaggregation.
+    **{("disaggregated", source, False): "--topology disaggregated" for source in SOURCES},
+    # The S3 streamer (runai_streamer) is wired into `vllm serve` pods only.
+    ("ray-serve", "s3", False): "--model-source",
+    ("ray-serve", "s3", True): "--model-source",
+    ("disaggregated", "s3", True): "--model-source",
+}
+COMBINATIONS = list(itertools.product(["single-node", "multi-node", "ray-serve", "disaggregated"], SOURCES,
+                                      [False, True]))
+
+
+def _id(combo: tuple[str, str, bool]) -> str:
+    topology, source, efa = combo
+    return f"{topology}-{source}-{'efa' if efa else 'no-efa'}"
+
+
+def _generate(combo: tuple[str, str, bool], out: Path) -> tuple[int, str]:
+    topology, source, efa = combo
+    result = CliRunner().invoke(main, ["values", *PAIRS[(topology, efa)], *SOURCES[source], "--out", str(out)],
+                                catch_exceptions=True)
+    return result.exit_code, result.stderr
+
+
+@pytest.mark.parametrize("combo", COMBINATIONS, ids=_id)
+def test_generator_refuses_or_the_charts_render(combo: tuple[str, str, bool], tmp_path: Path) -> None:
+    topology, source, efa = combo
+    code, err = _generate(combo, tmp_path / "out")
+    if combo in REFUSED:
+        assert code == 1, f"expected a refusal naming {REFUSED[combo]}, got exit {code}"
+        line = err.rstrip("\n")
+        assert "\n" not in line and "Traceback" not in line, err
+        assert line.startswith("vllm-eks: error: ") and REFUSED[combo] in line, line
+        assert not (tmp_path / "out").exists(), "a refused invocation writes nothing"
+        return
+    assert code == 0, f"generator refused a combination the charts support: {err}"
+    values: dict[str, Any] = yaml.safe_load((tmp_path / "out" / "vllm-inference.yaml").read_text())
+    assert values["topology"] == topology
+    assert values["model"]["source"] == source
+    if topology in {"multi-node", "disaggregated"}:
+        assert (values["efa"]["devices"] > 0) == efa, values["efa"]
+    for chart in ("vllm-inference", "gpu-infra", "observability"):
+        objects = helm.render(CHARTS / chart, [tmp_path / "out" / f"{chart}.yaml"], release="vllm", namespace="llm")
+        assert objects, f"{chart} rendered nothing"
+
+
+def test_matrix_counts() -> None:
+    assert len(COMBINATIONS) == 24
+    assert set(REFUSED) <= set(COMBINATIONS)
+    assert len(REFUSED) == 6
