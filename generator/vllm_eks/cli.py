@@ -45,7 +45,7 @@ _PLAN_OPTIONS: list[Callable] = [
     click.option("--gpu-memory-utilization", type=float, help="Fraction of each GPU vLLM may use, in (0, 1]; default 0.90."),
     click.option("--max-num-seqs", type=int, help="Pin the maximum number of running sequences."),
     click.option("--max-num-batched-tokens", type=int, help="Pin the tokens per scheduler step."),
-    click.option("--block-size", type=int, help="KV cache block size in tokens (default 16, as vLLM on CUDA; 128 on CPU)."),
+    click.option("--block-size", type=int, help="KV cache block size in tokens (default: the one vLLM's attention backend for the model and GPU picks: 16, or 32/64 for MLA models on Blackwell / on Hopper with an FP8 KV cache; see explain)."),
     click.option("--kv-cache-memory", "kv_cache_memory_gib", type=float, help="KV cache GiB per GPU, skipping the profile estimate (vLLM --kv-cache-memory-bytes)."),
     click.option("--async-scheduling/--no-async-scheduling", default=True, show_default=True,
                  help="vLLM's async scheduling (on by default on GPUs; vLLM's CPU platform turns it off). "

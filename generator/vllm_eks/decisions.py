@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from . import attention
 from . import budget as budget_mod
 from .architecture import DTYPE_BYTES, Architecture
 from .catalog import ResolvedModel, resolve_model
@@ -25,7 +26,6 @@ from .topology import model_source_refusal
 from .units import GIB, gib
 
 DEFAULT_UTILIZATION = 0.90
-DEFAULT_BLOCK_SIZE = 16          # vLLM's default on CUDA
 DEFAULT_MAX_NUM_SEQS = 256       # vLLM's default for `vllm serve` on GPUs
 DEFAULT_BATCHED_TOKENS = 8192
 # A layout is "useful" when it serves this many requests of the required context at once;
@@ -113,7 +113,11 @@ class Decisions:
                                              req.hardware_name, req.price_per_hour)
         self.p = _precisions(self.a, req)
         self.util = req.gpu_memory_utilization or DEFAULT_UTILIZATION
-        self.block = req.block_size or DEFAULT_BLOCK_SIZE
+        # The KV block size: the attention backend vLLM selects decides it (attention.py); the KV
+        # sizing and the --block-size flag both read this one decision.
+        self.block_rule = attention.block_size(self.a, self.hw.gpu, self.hw.compute_capability,
+                                               self.p.kv_cache_dtype, req.block_size)
+        self.block = self.block_rule.block_size
         self.kv_pin = int(req.kv_cache_memory_gib * GIB) if req.kv_cache_memory_gib else None
         if req.max_model_len and req.max_model_len > self.a.max_position_embeddings:
             raise InvalidOptionError(
@@ -301,6 +305,7 @@ class Decisions:
 
     def engine_plan(self, max_model_len: int, max_num_seqs: int, seqs_why: str) -> EnginePlan:
         d = Derivations()
+        d.add("block_size", str(self.block), self.block_rule.why, attention.SOURCE)
         d.add("max_num_seqs", str(max_num_seqs), seqs_why)
         d.add("max_num_batched_tokens", str(self.batched), "pinned" if self.req.max_num_batched_tokens else
               f"{DEFAULT_BATCHED_TOKENS} with chunked prefill: long prompts are split, so it need not reach max_model_len")

@@ -37,6 +37,7 @@ class Hardware:
     in_catalog: bool = True
     bf16_tflops: float | None = None       # datasheet dense BF16 tensor throughput of one GPU
     memory_bandwidth: float | None = None  # datasheet memory bandwidth of one GPU, bytes/s
+    compute_capability: tuple[int, int] | None = None  # CUDA compute capability; None: unknown (custom)
 
 
 @lru_cache(maxsize=1)
@@ -68,8 +69,10 @@ def cuda_total_bytes(gpu: str, nvidia_smi_mib: int) -> tuple[int, str]:
 def _speed(gpu: str, smi_mib: int) -> dict:
     g = _gpu_facts().get((gpu, smi_mib)) or {}
     tflops, bw = g.get("bf16_dense_tflops"), g.get("memory_bandwidth_gb_s")
+    cc = g.get("compute_capability")
     return {"bf16_tflops": float(tflops) if tflops else None,
-            "memory_bandwidth": float(bw) * 1e9 if bw else None}
+            "memory_bandwidth": float(bw) * 1e9 if bw else None,
+            "compute_capability": tuple(int(x) for x in str(cc).split(".")) if cc else None}
 
 
 @lru_cache(maxsize=1)

@@ -101,7 +101,9 @@ def _root_volume_change(old, new, old_plan, new_plan) -> bool:
 
 
 # Derivation lines added by defects 6 and 7, and the lines whose value follows the changed keys.
-_NEW_DERIVATIONS = {"daemonset_reserve_cpu_millicores", "daemonset_reserve_memory_bytes", "instance_store_policy"}
+# Defect 10 added the block_size line (the attention backend's rule).
+_NEW_DERIVATIONS = {"daemonset_reserve_cpu_millicores", "daemonset_reserve_memory_bytes", "instance_store_policy",
+                    "block_size"}
 _FOLLOWING = {"cpu_request_millicores": lambda p: f"{p['cpu_request_millicores']}m",
               "memory_request_bytes": lambda p: gib(p["memory_request_bytes"]),
               "root_volume_bytes": lambda p: gib(p["root_volume_bytes"])}
@@ -167,6 +169,27 @@ def _differences(path: str, old, new, old_plan=None, new_plan=None) -> list[str]
     return []
 
 
+# Issue 13, defect 10: the block size is the one vLLM 0.32's attention backend picks
+# (generator/vllm_eks/attention.py). It moved off 16 for MLA models only: on Blackwell
+# (FLASHINFER_MLA, 32) and on Hopper with an FP8 KV cache (FLASH_ATTN_MLA takes no FP8 cache,
+# FLASHMLA: 64). (gpu, kv_cache_dtype) -> the new block size.
+_MLA_BLOCK_MOVED = {("b200", "auto"): 32, ("b200", "fp8"): 32, ("h100", "fp8"): 64, ("h200", "fp8"): 64}
+_MLA_MODELS = {"deepseek-v3"}
+
+
+def _block_size_moved(key: str, variants: dict, old: dict, new: dict) -> list[str]:
+    """A plan whose block size moved must be exactly the baseline's once the old block size is
+    pinned (everything else follows from the block size), and the move must be one of the above."""
+    model, instance, variant = key.split("|")
+    expected = _MLA_BLOCK_MOVED.get((new["gpu"], new["kv_cache_dtype"])) if model in _MLA_MODELS else None
+    if old["block_size"] != 16 or new["block_size"] != expected:
+        return [f"plan.block_size: {old['block_size']!r} -> {new['block_size']!r} (expected {expected})"]
+    pinned = _current(key, {variant: {**variants[variant], "block_size": old["block_size"]}})
+    if "refused" in pinned:
+        return [f"with --block-size {old['block_size']} pinned, refused: {pinned['refused']}"]
+    return _differences("plan", old, pinned)
+
+
 def test_baseline_covers_every_catalog_pair():
     doc = _baseline()
     assert len(doc["plans"]) >= 2000
@@ -184,6 +207,9 @@ def test_every_baseline_key_keeps_its_value():
             continue
         if "refused" in new:
             problems.append(f"{key}: planned before, now refused: {new['refused']}")
+            continue
+        if old.get("block_size") != new.get("block_size"):
+            problems += [f"{key}: {p}" for p in _block_size_moved(key, doc["variants"], old, new)]
             continue
         problems += [f"{key}: {p}" for p in _differences("plan", old, new)]
     assert not problems, f"{len(problems)} differences, first 20:\n" + "\n".join(problems[:20])
