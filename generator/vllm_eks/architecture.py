@@ -77,18 +77,40 @@ CLASS_DEFAULTS = {
 }
 
 
-def _get(cfg: dict, key: str, where: str, kind: type = int, required: bool = True, default=None):
+def _get(cfg: dict, key: str, where: str, kind: type = int, required: bool = True, default=None,
+         minimum: int = 1):
+    """cfg[key] checked against the type transformers' config class declares: a JSON string
+    where a number belongs, or "false" where a boolean belongs, would otherwise change the
+    arithmetic silently."""
     if key not in cfg or cfg[key] is None:
         if required:
             raise ModelConfigError(f"{where}: missing required field '{key}'")
         return default
     value = cfg[key]
     if kind is int:
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ModelConfigError(f"{where}: field '{key}' must be a positive integer, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+            raise ModelConfigError(f"{where}: field '{key}' must be {what}, got {_shown(value)}")
     elif kind is bool and not isinstance(value, bool):
-        raise ModelConfigError(f"{where}: field '{key}' must be true or false, got {value!r}")
+        raise ModelConfigError(f"{where}: field '{key}' must be true or false, got {_shown(value)}")
+    elif kind is str and not isinstance(value, str):
+        raise ModelConfigError(f"{where}: field '{key}' must be a string, got {_shown(value)}")
+    elif kind is list and not isinstance(value, list):
+        raise ModelConfigError(f"{where}: field '{key}' must be a list, got {_shown(value)}")
+    elif kind is dict and not isinstance(value, dict):
+        raise ModelConfigError(f"{where}: field '{key}' must be an object, got {_shown(value)}")
     return value
+
+
+def _shown(value: Any) -> str:
+    """A config value in a one-line message: JSON-ish, cut short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# Bits per weight AWQ and GPTQ kernels in vLLM accept; group_size -1 means one scale per
+# output channel (GPTQ "no grouping").
+PACKED_BITS = (2, 3, 4, 8)
 
 
 def _quantization(cfg: dict, where: str) -> Quantization | None:
@@ -97,16 +119,22 @@ def _quantization(cfg: dict, where: str) -> Quantization | None:
         return None
     if not isinstance(q, dict):
         raise ModelConfigError(f"{where}: 'quantization_config' must be an object")
-    method = str(q.get("quant_method", "")).lower()
+    where_q = f"{where} quantization_config"
+    method = str(_get(q, "quant_method", where_q, kind=str, required=False, default="")).lower()
     if method == "fp8":
         return Quantization("fp8", 8.0)
     if method in ("awq", "gptq"):
-        bits = q.get("bits", q.get("w_bit", 4))
-        group = q.get("group_size", q.get("q_group_size", 128)) or 128
-        if group <= 0:
-            group = 128
-        # packed weights plus one fp16 scale and one packed zero point per group
-        return Quantization(method, bits + (16 + bits) / group)
+        bits_key = "bits" if "bits" in q else "w_bit"
+        bits = _get(q, bits_key, where_q, required=False, default=4)
+        if bits not in PACKED_BITS:
+            raise ModelConfigError(f"{where_q}: '{bits_key}' must be one of {list(PACKED_BITS)}, got {_shown(bits)}")
+        group_key = "group_size" if "group_size" in q else "q_group_size"
+        group = _get(q, group_key, where_q, required=False, default=128, minimum=-1)
+        if group == 0:
+            raise ModelConfigError(f"{where_q}: '{group_key}' must be a positive integer or -1 (per channel), got 0")
+        # packed weights plus one fp16 scale and one packed zero point per group (per output
+        # channel with -1: negligible against the weights)
+        return Quantization(method, bits + ((16 + bits) / group if group > 0 else 0.0))
     if method == "fbgemm_fp8":
         # Meta's FP8 checkpoints: feed-forward layers in FP8, attention kept in 16 bits
         return Quantization("fbgemm_fp8", 8.0, scope="mlp")
@@ -114,7 +142,7 @@ def _quantization(cfg: dict, where: str) -> Quantization | None:
         # 4-bit values with one 8-bit shared exponent per 32 values; only the experts
         return Quantization("mxfp4", 4.25, scope="experts")
     if method == "compressed-tensors":
-        fmt = str(q.get("format", "")).lower()
+        fmt = str(_get(q, "format", where_q, kind=str, required=False, default="")).lower()
         if "float" in fmt or "fp8" in fmt:
             return Quantization("fp8", 8.0)
         if "pack" in fmt or "int" in fmt:
@@ -125,21 +153,23 @@ def _quantization(cfg: dict, where: str) -> Quantization | None:
 
 
 def _layer_windows(cfg: dict, num_layers: int, where: str) -> tuple[int | None, ...]:
-    window = cfg.get("sliding_window")
-    layer_types = cfg.get("layer_types")
+    # null (or absent) means no sliding window; a window is a positive number of tokens. Some
+    # tools write -1 or 0 for "none", which transformers does not: refused rather than guessed.
+    window = _get(cfg, "sliding_window", where, required=False, default=None)
+    layer_types = _get(cfg, "layer_types", where, kind=list, required=False, default=None)
     if layer_types:
-        if not isinstance(layer_types, list) or len(layer_types) != num_layers:
+        if len(layer_types) != num_layers or not all(isinstance(t, str) for t in layer_types):
             raise ModelConfigError(
-                f"{where}: 'layer_types' must list one entry per layer ({num_layers})")
+                f"{where}: 'layer_types' must list one attention type name per layer ({num_layers})")
         if any(t == "sliding_attention" for t in layer_types) and not window:
             raise ModelConfigError(f"{where}: 'layer_types' has sliding layers but no 'sliding_window'")
         return tuple(window if t == "sliding_attention" else None for t in layer_types)
     if not window:
         return (None,) * num_layers
-    if cfg.get("use_sliding_window") is False:
+    if _get(cfg, "use_sliding_window", where, kind=bool, required=False, default=True) is False:
         return (None,) * num_layers
-    pattern = cfg.get("sliding_window_pattern")
-    if isinstance(pattern, int) and pattern > 1:
+    pattern = _get(cfg, "sliding_window_pattern", where, required=False, default=None)
+    if pattern is not None and pattern > 1:
         # every pattern-th layer is global, the others slide (Gemma 2/3)
         return tuple(None if (i + 1) % pattern == 0 else window for i in range(num_layers))
     return (window,) * num_layers
@@ -149,9 +179,10 @@ def _vision_params(cfg: dict) -> int:
     v = cfg.get("vision_config")
     if not isinstance(v, dict):
         return 0
-    h = v.get("hidden_size") or 0
-    layers = v.get("num_hidden_layers") or 0
-    inter = v.get("intermediate_size") or 0
+    where = "vision_config"
+    h = _get(v, "hidden_size", where, required=False, default=0, minimum=0)
+    layers = _get(v, "num_hidden_layers", where, required=False, default=0, minimum=0)
+    inter = _get(v, "intermediate_size", where, required=False, default=0, minimum=0)
     # ViT block: 4 h^2 attention + 2 h*inter MLP; projector into the text width ignored (small)
     return layers * (4 * h * h + 2 * h * inter)
 
@@ -178,22 +209,30 @@ def _mla(cfg: dict, where: str) -> MLA | None:
         return None
     return MLA(kv_lora_rank=_get(cfg, "kv_lora_rank", where), qk_rope_head_dim=_get(cfg, "qk_rope_head_dim", where),
                qk_nope_head_dim=_get(cfg, "qk_nope_head_dim", where), v_head_dim=_get(cfg, "v_head_dim", where),
-               q_lora_rank=cfg.get("q_lora_rank"))
+               q_lora_rank=_get(cfg, "q_lora_rank", where, required=False, default=None))
 
 
-def _moe(cfg: dict, where: str) -> MoE | None:
-    n_experts = cfg.get("num_local_experts") or cfg.get("num_experts") or cfg.get("n_routed_experts")
-    if not n_experts:
+def _moe(cfg: dict, where: str, num_layers: int) -> MoE | None:
+    key = next((k for k in ("num_local_experts", "num_experts", "n_routed_experts") if cfg.get(k)), None)
+    if key is None:
         return None
-    intermediate = cfg.get("intermediate_size")
+    n_experts = _get(cfg, key, where)
     per_tok = _get(cfg, "num_experts_per_tok", where)
-    expert_inter = cfg.get("moe_intermediate_size") or intermediate
+    if per_tok > n_experts:
+        raise ModelConfigError(
+            f"{where}: num_experts_per_tok ({per_tok}) exceeds the {n_experts} experts ('{key}')")
+    intermediate = _get(cfg, "intermediate_size", where, required=False, default=None)
+    expert_inter = _get(cfg, "moe_intermediate_size", where, required=False, default=None) or intermediate
     if not expert_inter:
         raise ModelConfigError(f"{where}: MoE model needs 'moe_intermediate_size' or 'intermediate_size'")
-    shared = cfg.get("shared_expert_intermediate_size") or 0
-    if cfg.get("n_shared_experts"):
-        shared = cfg["n_shared_experts"] * expert_inter
-    dense_layers = cfg.get("first_k_dense_replace") or 0
+    shared = _get(cfg, "shared_expert_intermediate_size", where, required=False, default=0, minimum=0)
+    n_shared = _get(cfg, "n_shared_experts", where, required=False, default=0, minimum=0)
+    if n_shared:
+        shared = n_shared * expert_inter
+    dense_layers = _get(cfg, "first_k_dense_replace", where, required=False, default=0, minimum=0)
+    if dense_layers > num_layers:
+        raise ModelConfigError(
+            f"{where}: first_k_dense_replace ({dense_layers}) exceeds num_hidden_layers ({num_layers})")
     return MoE(n_experts, per_tok, expert_inter, shared, dense_layers, intermediate or 0)
 
 
@@ -218,21 +257,30 @@ def parse_config(cfg: Any, name: str) -> Architecture:
     vocab = _get(cfg, "vocab_size", where)
     max_pos = _get(cfg, "max_position_embeddings", where, required=False, default=4096)
     dtype = cfg.get("torch_dtype") or cfg.get("dtype") or top.get("torch_dtype") or "bfloat16"
-    if dtype not in DTYPE_BYTES:
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
         raise ModelConfigError(f"{where}: torch_dtype '{dtype}' is not one of {sorted(DTYPE_BYTES)}")
 
     mla = _mla(cfg, where)
-    moe = _moe(cfg, where)
+    moe = _moe(cfg, where, layers)
     if moe is not None:
         intermediate = cfg.get("intermediate_size") or moe.expert_intermediate_size
     else:
         intermediate = _get(cfg, "intermediate_size", where)
 
-    archs = cfg.get("architectures") or top.get("architectures") or []
+    archs = (_get(cfg, "architectures", where, kind=list, required=False, default=None)
+             or _get(top, "architectures", where, kind=list, required=False, default=[]))
+    if not all(isinstance(x, str) for x in archs):
+        raise ModelConfigError(f"{where}: 'architectures' must list class names (strings)")
+    model_type = (_get(cfg, "model_type", where, kind=str, required=False, default=None)
+                  or _get(top, "model_type", where, kind=str, required=False, default=None) or "unknown")
+    top_type = top.get("model_type") if isinstance(top.get("model_type"), str) else model_type
+    ties = _get(top, "tie_word_embeddings", where, kind=bool, required=False, default=None)
+    if ties is None:
+        ties = _get(cfg, "tie_word_embeddings", where, kind=bool, required=False, default=_ties_by_default(top_type))
     return Architecture(
         name=name,
         architectures=tuple(archs),
-        model_type=str(cfg.get("model_type") or top.get("model_type") or "unknown"),
+        model_type=model_type,
         hidden_size=hidden,
         num_layers=layers,
         num_attention_heads=heads,
@@ -241,10 +289,9 @@ def parse_config(cfg: Any, name: str) -> Architecture:
         intermediate_size=intermediate,
         vocab_size=vocab,
         max_position_embeddings=max_pos,
-        tie_word_embeddings=bool(top.get("tie_word_embeddings", cfg.get(
-            "tie_word_embeddings", _ties_by_default(str(top.get("model_type") or cfg.get("model_type") or ""))))),
+        tie_word_embeddings=ties,
         checkpoint_dtype=dtype,
-        attention_bias=bool(cfg.get("attention_bias", cfg.get("model_type") == "qwen2")),
+        attention_bias=_get(cfg, "attention_bias", where, kind=bool, required=False, default=model_type == "qwen2"),
         layer_windows=_layer_windows(cfg, layers, where),
         moe=moe,
         mla=mla,

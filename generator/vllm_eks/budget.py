@@ -79,7 +79,10 @@ def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings) -> Budget
         w = weights.stage_bytes(a, prec, s.tp, s.pp, stage)
         over = overheads.estimate(a, s.tp, s.pp, len(layers), s.max_num_batched_tokens, s.max_num_seqs, p.dtype_bytes)
         if s.kv_cache_memory_bytes is not None:
-            available = s.kv_cache_memory_bytes
+            # vLLM allocates the pinned KV cache beside the weights without profiling: a pin
+            # larger than what the weights and overheads leave of the GPU cannot be allocated.
+            room = hw.gpu_memory_bytes - w - over.activation_peak - over.non_torch - over.cudagraph
+            available = s.kv_cache_memory_bytes if s.kv_cache_memory_bytes <= room else 0
         else:
             available = requested - w - over.activation_peak - over.non_torch - over.cudagraph
         stages.append(StageBudget(stage, requested, w, over, available,

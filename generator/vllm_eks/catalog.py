@@ -62,8 +62,16 @@ def load_config_file(path: Path) -> dict:
         return json.loads(file.read_text())
     except json.JSONDecodeError as e:
         raise ModelConfigError(f"--model {file}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    except RecursionError:
+        raise ModelConfigError(f"--model {file}: JSON nested too deeply to be a config.json") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ModelConfigError(f"--model {file}: cannot read it ({e})") from None
+
+
+def _looks_like_path(name: str) -> bool:
+    """A path rather than an id: Hugging Face repo ids are `org/name` without a file suffix."""
+    return (name.startswith(("/", "./", "../", "~")) or name.endswith(".json")
+            or name.count("/") > 1)
 
 
 def resolve_model(name: str) -> ResolvedModel:
@@ -84,10 +92,16 @@ def _resolve(name: str) -> ResolvedModel:
     if entry is not None:
         return ResolvedModel(entry.id, entry.hf_repo, parse_config(entry.config, f"catalog model {entry.id}"), entry)
     path = Path(name).expanduser()
-    if path.exists():
+    try:
+        exists = path.exists()
+    except OSError as e:  # a name longer than the file system allows, for one
+        raise UnknownModelError(f"--model: not a catalog id and not a readable path ({e.strerror})") from None
+    if exists:
         cfg = load_config_file(path)
         folder = path if path.is_dir() else path.parent
         return ResolvedModel(str(path), str(folder), parse_config(cfg, f"--model {path}"), None)
+    if _looks_like_path(name):
+        raise ModelConfigError(f"--model {name}: no such file or folder (a config.json path was expected)")
     raise UnknownModelError(
         f"--model '{name}' is not in the catalog (list it with `vllm-eks catalog models`); "
         "for any other model pass the path of its config.json: --model /path/to/config.json")

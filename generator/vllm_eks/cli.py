@@ -28,7 +28,8 @@ _PLAN_OPTIONS: list[Callable] = [
     click.option("--instance", help="EC2 instance type from the catalog (`vllm-eks catalog instances`)."),
     click.option("--gpu-memory-mib", type=int, help="Hardware outside the catalog: memory of one GPU in MiB (as nvidia-smi reports)."),
     click.option("--gpus-per-node", type=int, help="Hardware outside the catalog: GPUs per machine."),
-    click.option("--hardware-name", help="Hardware outside the catalog: a name for it."),
+    click.option("--hardware-name", help="Hardware outside the catalog: its EC2 instance type (the GPU pool's "
+                                         "instance type), e.g. p6-b200.48xlarge."),
     click.option("--price-per-hour", type=float, help="Override the on-demand USD price of one node."),
     click.option("--dtype", type=click.Choice(["auto", "bfloat16", "float16"]), default="auto", show_default=True),
     click.option("--quantization", type=click.Choice(["fp8", "awq", "gptq"]), help="Weight quantization (fp8 works on 16-bit checkpoints; awq/gptq need such a checkpoint)."),
@@ -39,6 +40,8 @@ _PLAN_OPTIONS: list[Callable] = [
     click.option("--decode-replicas", type=int, help="Disaggregated: pin the decode pool size."),
     click.option("--tensor-parallel-size", type=int, help="Pin TP (GPUs per pod); must divide the attention heads."),
     click.option("--pipeline-parallel-size", type=int, help="Pin PP (machines per model copy)."),
+    click.option("--max-nodes-per-replica", type=int,
+                 help="Most machines one model copy may span; 1 forbids multi-node (default: as many as it needs, up to 16)."),
     click.option("--replicas", type=int, help="Pin the number of model copies."),
     click.option("--target-concurrency", type=int, help="Requests to serve at once at max-model-len; sets replicas."),
     click.option("--max-model-len", type=int, help="Pin the context length."),
@@ -73,11 +76,27 @@ def _fail(message: str) -> None:
     sys.exit(1)
 
 
-def _validation_message(e: ValidationError) -> str:
+def _flag_of(field: str, command: click.Command | None) -> str:
+    """The command-line flag that sets a request or options field (`kv_cache_memory_gib` is
+    --kv-cache-memory), so a validation error names what the user typed."""
+    for param in command.params if command else ():
+        if param.name == field and isinstance(param, click.Option):
+            return max(param.opts, key=len)
+    return "--" + field.replace("_", "-")
+
+
+def _given(value: object) -> str:
+    if isinstance(value, str) and len(value) > 60:
+        return f" (got {len(value)} characters)"
+    return f" (got {value!r})" if isinstance(value, (str, int, float)) else ""
+
+
+def _validation_message(e: ValidationError, command: click.Command | None) -> str:
     parts = []
     for err in e.errors():
-        flag = "--" + "-".join(str(x) for x in err["loc"]).replace("_", "-")
-        parts.append(f"{flag}: {err['msg']}")
+        field, *rest = [str(x) for x in err["loc"]] or ["input"]
+        where = _flag_of(field, command) + "".join(f"[{x}]" if x.isdigit() else f".{x}" for x in rest)
+        parts.append(f"{where}: {err['msg']}{_given(err.get('input'))}")
     return "; ".join(parts)
 
 
@@ -90,7 +109,10 @@ class _Group(click.Group):
         except VllmEksError as e:
             _fail(str(e))
         except ValidationError as e:
-            _fail(_validation_message(e))
+            name = ctx.invoked_subcommand
+            _fail(_validation_message(e, self.get_command(ctx, name) if name else None))
+        except RecursionError:
+            _fail("input nested too deeply to read (a config.json or flag value)")
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -106,7 +128,9 @@ def plan(as_json: bool, **kwargs) -> None:
     """Choose TP/PP/replicas and every engine setting for a model on an instance."""
     p = make_plan(_request(kwargs))
     if as_json:
-        click.echo(json.dumps(p.json_summary(), indent=2))
+        # allow_nan=False: a NaN would make the output something other than JSON; inputs are
+        # finite, so one reaching here is a bug to report, not to print.
+        click.echo(json.dumps(p.json_summary(), indent=2, allow_nan=False))
     else:
         Console().print(report.summary_table(p))
 
@@ -120,7 +144,8 @@ def explain(**kwargs) -> None:
 
 @main.command()
 @plan_options
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder to write the values files into.")
+@click.option("--out", "out_dir", required=True, help="Folder to write the values files into (created if missing; "
+              "files an earlier `vllm-eks values` wrote are replaced, any other file there is an error).")
 @click.option("--release", default="vllm", show_default=True, help="Helm release name of charts/vllm-inference.")
 @click.option("--namespace", default="llm", show_default=True, help="Namespace of the model server.")
 @click.option("--model-source-kind", type=click.Choice(["huggingface", "s3", "pvc"]), default=None, help="Where the weights come from (default: from --model-source, else huggingface).")
@@ -135,10 +160,13 @@ def explain(**kwargs) -> None:
 @click.option("--capacity-reservation-id", "capacity_reservation_ids", multiple=True, help="ODCR or Capacity Block id (repeatable).")
 @click.option("--placement-group", help="EC2 placement group for EFA pools: an id when it is pg- and 17 hex digits, otherwise a name.")
 @click.option("--prometheus-release-label", default="kube-prometheus-stack", show_default=True, help="`release` label the Prometheus operator selects monitors and rules by.")
-def values(out_dir: Path, **kwargs) -> None:
+def values(out_dir: str, **kwargs) -> None:
     """Write values for every chart, plan.json and a README into --out."""
     from .emit import write_scenario
     from .chart_values.options import ValuesOptions
+
+    if not out_dir.strip():
+        _fail("--out is empty: give the folder to write the values files into")
 
     p = make_plan(_request(kwargs))
     opts = {k: v for k, v in kwargs.items() if k in ValuesOptions.model_fields and v not in (None, ())}
@@ -148,7 +176,7 @@ def values(out_dir: Path, **kwargs) -> None:
         opts["hf_token_secret"] = None
     options = ValuesOptions(**opts)
     command = _command_line(click.get_current_context())
-    written = write_scenario(p, options, out_dir, command, report.scenario_readme(p, command))
+    written = write_scenario(p, options, Path(out_dir), command, report.scenario_readme(p, command))
     for path in written:
         click.echo(str(path))
 

@@ -75,18 +75,22 @@ def valid_tp(a: Architecture, tp: int) -> str | None:
     return None
 
 
+# Smallest --kv-cache-memory taken: 1 MiB (anything smaller rounds to no cache at all).
+MIN_KV_PIN_GIB = 1 / 1024
+
 # Request fields that must be > 0 when given; the flag is the field's name with dashes.
 POSITIVE_PINS = ("tensor_parallel_size", "pipeline_parallel_size", "replicas", "target_concurrency", "max_model_len",
                  "max_num_seqs", "max_num_batched_tokens", "block_size", "load_bandwidth_mib_s", "prefill_replicas",
-                 "decode_replicas")
+                 "decode_replicas", "max_nodes_per_replica")
 
 
 def _check_request(req: PlanRequest) -> None:
     for flag, value in ((f"--{name.replace('_', '-')}", getattr(req, name)) for name in POSITIVE_PINS):
         if value is not None and value <= 0:
             raise InvalidOptionError(f"{flag} must be > 0, got {value}")
-    if req.kv_cache_memory_gib is not None and req.kv_cache_memory_gib <= 0:
-        raise InvalidOptionError(f"--kv-cache-memory must be > 0, got {req.kv_cache_memory_gib}")
+    if req.kv_cache_memory_gib is not None and req.kv_cache_memory_gib < MIN_KV_PIN_GIB:
+        raise InvalidOptionError(
+            f"--kv-cache-memory must be at least {MIN_KV_PIN_GIB:g} GiB (1 MiB), got {req.kv_cache_memory_gib:g}")
     u = req.gpu_memory_utilization
     if u is not None and not (0 < u <= 1):
         raise InvalidOptionError(f"--gpu-memory-utilization must be in (0, 1], got {u}")
@@ -97,6 +101,11 @@ def _check_request(req: PlanRequest) -> None:
     if req.kv_cache_memory_gib is not None and req.gpu_memory_utilization is not None:
         raise InvalidOptionError(
             "--kv-cache-memory conflicts with --gpu-memory-utilization: a fixed KV budget skips the utilization-based profile")
+    if (req.pipeline_parallel_size and req.max_nodes_per_replica
+            and req.pipeline_parallel_size > req.max_nodes_per_replica):
+        raise InvalidOptionError(
+            f"--pipeline-parallel-size {req.pipeline_parallel_size} conflicts with --max-nodes-per-replica "
+            f"{req.max_nodes_per_replica}: each pipeline stage is one machine")
     if (req.max_num_seqs and req.max_num_batched_tokens
             and req.max_num_batched_tokens < req.max_num_seqs):
         raise InvalidOptionError(
@@ -108,6 +117,12 @@ class Decisions:
         _check_request(req)
         self.req = req
         self.model: ResolvedModel = resolve_model(req.model)
+        if self.model.entry is None and not req.model_source:
+            # The folder holding config.json is on this machine, not in the pod.
+            raise InvalidOptionError(
+                f"--model {req.model} is a local config.json: say where the pod loads the weights from with "
+                "--model-source (a Hugging Face repo id such as org/name, s3://bucket/prefix, or a path on a PVC "
+                "such as /models/name)")
         self.a = self.model.architecture
         self.hw: Hardware = resolve_hardware(req.instance, req.gpu_memory_mib, req.gpus_per_node,
                                              req.hardware_name, req.price_per_hour)
@@ -118,7 +133,12 @@ class Decisions:
         self.block_rule = attention.block_size(self.a, self.hw.gpu, self.hw.compute_capability,
                                                self.p.kv_cache_dtype, req.block_size)
         self.block = self.block_rule.block_size
-        self.kv_pin = int(req.kv_cache_memory_gib * GIB) if req.kv_cache_memory_gib else None
+        pin = req.kv_cache_memory_gib
+        if pin is not None and pin * GIB >= self.hw.gpu_memory_bytes:
+            raise InvalidOptionError(
+                f"--kv-cache-memory {req.kv_cache_memory_gib:g} GiB is more than one GPU of {self.hw.name} holds "
+                f"({gib(self.hw.gpu_memory_bytes)}); the pin is per GPU, beside that GPU's share of the weights")
+        self.kv_pin = int(pin * GIB) if pin is not None else None
         if req.max_model_len and req.max_model_len > self.a.max_position_embeddings:
             raise InvalidOptionError(
                 f"--max-model-len {req.max_model_len} exceeds the model's max_position_embeddings "
@@ -178,12 +198,41 @@ class Decisions:
         if self.fits(tp, 1, 1):
             return tp, 1, (f"does not fit one GPU usefully but fits one {self.hw.name}: TP = {tp} "
                            f"(GPUs per machine that divide the heads), scale with replicas")
-        for pp in range(2, min(MAX_PIPELINE_STAGES, a.num_layers) + 1):
+        self._refuse_nodes_for_kv_pin(tp, 1)
+        most = self.max_stages()
+        for pp in range(2, most + 1):
             if self.fits(tp, pp, 1):
                 return tp, pp, (f"does not fit one {self.hw.name}: TP = {tp} inside each machine, "
-                                f"PP = {pp} machines (the fewest that fit)")
-        self.require_fit(tp, min(MAX_PIPELINE_STAGES, a.num_layers), pinned=False)
+                                f"PP = {pp} machines (the fewest that fit, "
+                                "--max-nodes-per-replica 1 forbids more than one)")
+            self._refuse_nodes_for_kv_pin(tp, pp)
+        self.require_fit(tp, most, pinned=False)
         raise AssertionError("unreachable")
+
+    def max_stages(self) -> int:
+        """Most machines one copy may span: the user's limit, the layers, and 16."""
+        return min(MAX_PIPELINE_STAGES, self.a.num_layers, self.req.max_nodes_per_replica or MAX_PIPELINE_STAGES)
+
+    def _refuse_nodes_for_kv_pin(self, tp: int, pp: int) -> None:
+        """Machines are added for weights, never for a pinned KV cache: once the weights fit
+        `pp` machines, a pin that does not fit beside them, or holds less than one request, is
+        what cannot hold."""
+        if self.kv_pin is None:
+            return
+        b = self.budget(tp, pp)
+        room = min(self.hw.gpu_memory_bytes - st.weights - st.over.activation_peak - st.over.non_torch
+                   - st.over.cudagraph for st in b.stages)
+        pin = f"--kv-cache-memory {self.req.kv_cache_memory_gib:g} GiB per GPU"
+        if not b.fits_weights and room > 0:
+            raise DoesNotFitError(
+                f"{pin} does not fit beside the weights: at TP={tp} x PP={pp} each GPU of {self.hw.name} has "
+                f"{gib(room)} left after the weights and overheads; pin at most that, or drop the pin")
+        if b.fits_weights:
+            per_token = max(s.layout.bytes_per_token for s in b.stages)
+            raise DoesNotFitError(
+                f"{pin} holds {b.kv_capacity(1).slots:,} tokens at TP={tp} x PP={pp}, less than one "
+                f"{self.required_len}-token request; pin at least {gib(self.required_len * per_token)} "
+                "or lower --max-model-len")
 
     # -- context and batch -------------------------------------------------------------------
     def choose_max_model_len(self, b: budget_mod.Budget) -> tuple[int, str]:
@@ -219,12 +268,23 @@ class Decisions:
 
     def shortfall(self, b: budget_mod.Budget, tp: int, pp: int) -> str:
         w = max(b.stages, key=lambda s: s.weights)
-        usable = w.requested - w.over.activation_peak - w.over.non_torch - w.over.cudagraph
+        overheads = w.over.activation_peak + w.over.non_torch + w.over.cudagraph
         per_token = max(s.layout.bytes_per_token for s in b.stages)
-        need = w.weights + self.required_len * per_token if self.kv_pin is None else 0
         what = (f"{self.model.id} ({self.p.quantization or self.p.dtype}) does not fit {self.hw.name} "
                 f"with TP={tp} x PP={pp}: ")
-        if not b.fits_weights:
+        if not b.fits_weights and self.kv_pin is not None:
+            usable = self.hw.gpu_memory_bytes - overheads
+            short = w.weights + self.kv_pin - usable
+            what += (f"weights need {gib(w.weights)} per GPU plus the pinned {gib(self.kv_pin)} KV cache "
+                     f"(--kv-cache-memory), but {gib(usable)} of each {gib(self.hw.gpu_memory_bytes)} GPU is left "
+                     f"after activations and CUDA graphs (short by {gib(short)} per GPU)")
+        elif not b.fits_weights and w.requested <= overheads:
+            what += (f"gpu-memory-utilization {self.util:g} grants vLLM {gib(w.requested)} of each "
+                     f"{gib(self.hw.gpu_memory_bytes)} GPU, less than the {gib(overheads)} of activations and CUDA "
+                     "graphs alone (raise --gpu-memory-utilization)")
+        elif not b.fits_weights:
+            usable = w.requested - overheads
+            need = w.weights + self.required_len * per_token
             short = need - usable
             what += (f"weights need {gib(w.weights)} per GPU plus {gib(self.required_len * per_token)} KV for one "
                      f"{self.required_len}-token request, but {gib(usable)} of each {gib(self.hw.gpu_memory_bytes)} GPU "
@@ -239,8 +299,10 @@ class Decisions:
         out = []
         for more_pp in range(pp + 1, min(MAX_PIPELINE_STAGES, self.a.num_layers) + 1):
             if self.fits(tp, more_pp, 1):
+                limit = (f", above --max-nodes-per-replica {self.req.max_nodes_per_replica}"
+                         if more_pp > self.max_stages() else "")
                 out.append(f"more nodes: TP={tp} x PP={more_pp} over {more_pp} {self.hw.name} "
-                           f"(--pipeline-parallel-size {more_pp})")
+                           f"(--pipeline-parallel-size {more_pp}{limit})")
                 break
         if self.p.quantization is None:
             for label, bits in (("fp8", 8.0), ("a 4-bit AWQ/GPTQ checkpoint", 4 + 20 / 128)):

@@ -120,9 +120,13 @@ def resolve_hardware(instance: str | None, gpu_memory_mib: int | None, gpus_per_
         raise InvalidOptionError(f"--gpu-memory-mib must be a positive number of MiB, got {gpu_memory_mib}")
     if gpus_per_node is None or gpus_per_node <= 0:
         raise InvalidOptionError(f"--gpus-per-node must be a positive integer, got {gpus_per_node}")
+    if not hardware_name:
+        raise InvalidOptionError(
+            "--hardware-name is required with --gpu-memory-mib/--gpus-per-node: the EC2 instance type of "
+            "that hardware (e.g. p6-b200.48xlarge), which the GPU pool asks Karpenter for")
     total, source = cuda_total_bytes("custom", gpu_memory_mib)
     return Hardware(
-        name=hardware_name or f"custom-{gpus_per_node}x{gpu_memory_mib}mib", gpu="custom",
+        name=hardware_name, gpu="custom",
         gpus_per_node=gpus_per_node, gpu_memory_mib_nvidia_smi=gpu_memory_mib, gpu_memory_bytes=total,
         gpu_memory_source=source, interconnect="unknown", vcpu=0, memory_mib=0,
         alloc_cpu_millicores=0, alloc_memory_bytes=0, max_pods=0, efa_max=0, network_mbps=0,

@@ -7,15 +7,26 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 
-class PlanRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+# An EC2 instance type as the API and Karpenter's node.kubernetes.io/instance-type label spell it:
+# family (letters, digits, an optional "-suffix" such as p6-b200) "." size.
+EC2_INSTANCE_TYPE = r"^[a-z][a-z0-9]*(-[a-z0-9]+)*\.[a-z0-9]+$"
+# Longest accepted --model: a path (Linux PATH_MAX) or a Hugging Face repo id (96 characters).
+MAX_MODEL_ARG = 4096
 
-    model: str = Field(description="Catalog id, Hugging Face repo id known to the catalog, or path to config.json")
-    instance: str | None = Field(default=None, description="EC2 instance type from the catalog")
+
+class PlanRequest(BaseModel):
+    # NaN and infinity are not sizes, prices or rates: refused at the door, so no arithmetic
+    # downstream can turn them into a NaN in a plan or a traceback.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    model: str = Field(max_length=MAX_MODEL_ARG,
+                       description="Catalog id, Hugging Face repo id known to the catalog, or path to config.json")
+    instance: str | None = Field(default=None, max_length=64, description="EC2 instance type from the catalog")
     # hardware outside the catalog
     gpu_memory_mib: int | None = None
     gpus_per_node: int | None = None
-    hardware_name: str | None = None
+    hardware_name: str | None = Field(default=None, max_length=64, pattern=EC2_INSTANCE_TYPE, description=(
+        "EC2 instance type of hardware outside the catalog (the GPU pool's instance type), e.g. p6-b200.48xlarge"))
     price_per_hour: float | None = Field(default=None, description="Override of the on-demand price")
 
     # precision
@@ -48,8 +59,11 @@ class PlanRequest(BaseModel):
         default=None, description="CPU quantity kept on every GPU node for DaemonSets (default: sizing.py)")
     daemonset_reserve_memory: str | None = Field(
         default=None, description="Memory quantity kept on every GPU node for DaemonSets (default: sizing.py)")
-    served_model_name: str | None = None
-    model_source: str | None = Field(default=None, description="Override of what vLLM loads (s3://..., /models/...)")
+    max_nodes_per_replica: int | None = Field(default=None, description=(
+        "Most machines one model copy may span (pipeline stages); 1 forbids multi-node"))
+    served_model_name: str | None = Field(default=None, max_length=256)
+    model_source: str | None = Field(default=None, max_length=MAX_MODEL_ARG,
+                                     description="Override of what vLLM loads (s3://..., /models/...)")
 
 
 ModelSourceKind = Literal["huggingface", "s3", "pvc"]

@@ -11,8 +11,9 @@ from functools import lru_cache
 from pathlib import Path
 
 # Any GPU larger than the budgets used here: the KV budget is pinned with --kv-cache-memory,
-# so the GPU size only has to make the plan feasible.
+# so the GPU size only has to make the plan feasible (one H100, as on p5.4xlarge).
 _GPU_MEMORY_MIB = 81559
+_HARDWARE = "p5.4xlarge"
 
 
 @dataclass(frozen=True)
@@ -52,9 +53,9 @@ def vllm_eks() -> str:
 
 def predict(config_json: str, *, kv_cache_gib: float, block_size: int, max_model_len: int,
             max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None) -> Prediction:
-    cmd = [vllm_eks(), "plan", "--model", config_json, "--gpu-memory-mib", str(_GPU_MEMORY_MIB),
-           "--gpus-per-node", "1", "--kv-cache-memory", f"{kv_cache_gib:g}",
-           "--block-size", str(block_size), "--max-model-len", str(max_model_len)]
+    cmd = [vllm_eks(), "plan", "--model", config_json, "--model-source", str(Path(config_json).parent),
+           "--gpu-memory-mib", str(_GPU_MEMORY_MIB), "--gpus-per-node", "1", "--hardware-name", _HARDWARE,
+           "--kv-cache-memory", f"{kv_cache_gib:g}", "--block-size", str(block_size), "--max-model-len", str(max_model_len)]
     if max_num_seqs is not None:
         cmd += ["--max-num-seqs", str(max_num_seqs)]
     if max_num_batched_tokens is not None:

@@ -88,7 +88,7 @@ def test_pinned_block_size_no_backend_takes_is_refused(model: str, instance: str
 
 
 def test_unknown_gpu_generation_uses_vllms_default() -> None:
-    p = _plan(model="deepseek-v3", gpu_memory_mib=200_000, gpus_per_node=8)
+    p = _plan(model="deepseek-v3", gpu_memory_mib=200_000, gpus_per_node=8, hardware_name="p6-b300.48xlarge")
     assert p.json_summary()["block_size"] == 16
     assert "GPU generation unknown" in _derivation(p, "block_size")["formula"]
 

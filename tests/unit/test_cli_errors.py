@@ -110,14 +110,14 @@ def test_bad_flags(cli, command, args, must_contain):
 @pytest.mark.parametrize("name,must_contain", CONFIG_CASES, ids=[c[0] for c in CONFIG_CASES])
 def test_bad_config_files(cli, tmp_path, name, must_contain):
     files = _configs(tmp_path)
-    r = cli("plan", "--model", files[name], *G6E)
+    r = cli("plan", "--model", files[name], "--model-source", "acme/tiny-llama", *G6E)
     _assert_one_line_error(r, must_contain)
     assert files[name].split("/")[-1].split(".")[0] in r.stderr or "--model" in r.stderr
 
 
 def test_good_config_file_plans(cli, tmp_path):
     files = _configs(tmp_path)
-    r = cli("plan", "--model", files["good"], *G6E, "--json")
+    r = cli("plan", "--model", files["good"], "--model-source", "acme/tiny-llama", *G6E, "--json")
     assert r.exit_code == 0, r.stderr
 
 

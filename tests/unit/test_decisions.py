@@ -106,8 +106,8 @@ def test_price_override(plan_json):
 
 def test_custom_hardware(plan_json):
     p = plan_json("--model", "llama-3.1-8b-instruct", "--gpu-memory-mib", "81559", "--gpus-per-node", "4",
-                  "--hardware-name", "lab-box")
-    assert p["instance"] == "lab-box" and p["tensor_parallel_size"] == 1 and p["replicas"] == 4
+                  "--hardware-name", "p6-b200.48xlarge")
+    assert p["instance"] == "p6-b200.48xlarge" and p["tensor_parallel_size"] == 1 and p["replicas"] == 4
 
 
 def test_target_concurrency_sets_replicas(plan_json):

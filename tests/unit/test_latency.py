@@ -33,7 +33,8 @@ def test_more_gpus_never_slower_and_floors_hold():
 
 
 def test_unknown_hardware_keeps_fixed_defaults():
-    p = make_plan(PlanRequest(model="llama-3.1-8b-instruct", gpu_memory_mib=81559, gpus_per_node=1))
+    p = make_plan(PlanRequest(model="llama-3.1-8b-instruct", gpu_memory_mib=81559, gpus_per_node=1,
+                              hardware_name="p5.4xlarge"))
     assert (p.slo.slo_ttft_p99_seconds, p.slo.slo_tpot_p99_seconds) == (DEFAULT_TTFT_SLO, DEFAULT_TPOT_SLO)
 
 

@@ -18,6 +18,16 @@ OptionalQuantity = Annotated[str, Field(pattern=OPTIONAL_QUANTITY_PATTERN)]
 DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 OPTIONAL_DNS1123_SUBDOMAIN = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$"
+# A label value: at most 63 characters (the schema sets maxLength), alphanumerics at both ends.
+LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+
+# AWS names the charts pass on: an availability zone (us-east-1a; local zones us-west-2-lax-1a),
+# an EKS cluster name (CreateCluster: 1-100 characters, alphanumeric first), an IAM role ARN
+# (aws, aws-cn and aws-us-gov partitions) and an On-Demand Capacity Reservation id.
+AVAILABILITY_ZONE = r"^[a-z]{2}(-[a-z]+)+-[0-9]+([a-z]|-[a-z]+-[0-9]+[a-z])$"
+EKS_CLUSTER_NAME = r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$"
+IAM_ROLE_ARN = r"^arn:aws(-cn|-us-gov)?:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$"
+CAPACITY_RESERVATION_ID = r"^cr-[0-9a-z]+$"
 
 
 class ValuesModel(BaseModel):

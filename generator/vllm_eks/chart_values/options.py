@@ -3,15 +3,16 @@ flags; each chart's builder reads the fields it needs."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import InvalidOptionError
 from ..request import ModelSourceKind
-from .base import DNS1123_LABEL
+from .base import (AVAILABILITY_ZONE, CAPACITY_RESERVATION_ID, DNS1123_LABEL, DNS1123_SUBDOMAIN,
+                   EKS_CLUSTER_NAME, IAM_ROLE_ARN, LABEL_VALUE)
 
-
+ReservationId = Annotated[str, Field(pattern=CAPACITY_RESERVATION_ID, max_length=64)]
 
 
 class ValuesOptions(BaseModel):
@@ -23,20 +24,23 @@ class ValuesOptions(BaseModel):
                            description="Namespace of the model server (DNS-1123 label)")
     # model source
     model_source_kind: ModelSourceKind = "huggingface"
-    hf_token_secret: str | None = Field(default="hf-token", description="Existing Secret holding HF_TOKEN")
-    pvc_name: str | None = None
-    pvc_mount_path: str = Field(default="/models", description="Where the PVC is mounted; the model source is a path under it")
-    iam_role_arn: str | None = Field(default=None, description=(
+    hf_token_secret: str | None = Field(default="hf-token", pattern=DNS1123_SUBDOMAIN, max_length=253,
+                                        description="Existing Secret holding HF_TOKEN")
+    pvc_name: str | None = Field(default=None, pattern=DNS1123_SUBDOMAIN, max_length=253)
+    pvc_mount_path: str = Field(default="/models", pattern=r"^/[^:]*$", max_length=1024,
+                                description="Where the PVC is mounted; the model source is a path under it")
+    iam_role_arn: str | None = Field(default=None, pattern=IAM_ROLE_ARN, description=(
         "IAM role for the model server's ServiceAccount (IRSA annotation), e.g. to read an s3:// model"))
     # cluster / capacity (charts/gpu-infra)
-    cluster_name: str = "my-cluster"
+    cluster_name: str = Field(default="my-cluster", pattern=EKS_CLUSTER_NAME)
     capacity_types: list[Literal["on-demand", "spot", "reserved"]] = Field(default_factory=lambda: ["on-demand"])
     ami_family: Literal["al2023", "bottlerocket"] = "al2023"
-    zone: str | None = None
-    capacity_reservation_ids: list[str] = Field(default_factory=list)
-    placement_group: str | None = None
+    zone: str | None = Field(default=None, pattern=AVAILABILITY_ZONE, max_length=64)
+    capacity_reservation_ids: list[ReservationId] = Field(default_factory=list)
+    # EC2 placement group names: up to 255 ASCII characters (an id is pg- and 17 hex digits)
+    placement_group: str | None = Field(default=None, pattern=r"^[\x21-\x7e]{1,255}$")
     # observability
-    prometheus_release_label: str = "kube-prometheus-stack"
+    prometheus_release_label: str = Field(default="kube-prometheus-stack", pattern=LABEL_VALUE, max_length=63)
 
 
 def efa_zone(efa_devices_per_pod: int, options: ValuesOptions) -> str:
