@@ -195,7 +195,10 @@ def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict,
                 {"name": "p", "instanceTypes": ["g5.xlarge"], "gpuLimit": 1,
                  "placementGroup": {"name": "a", "id": "pg-0123456789abcdef0"}, "rootVolume": {"iops": 3000}}]},
      ["pools[0].capacityReservations", "pools[1].name", "pools[1].placementGroup", "pools[1].rootVolume.throughput"]),
-], ids=["latest-ami", "bottlerocket-plus-plugin", "efa-zone-plugin", "reservations", "several"])
+    ({"metadataOptions": {"httpTokens": "optional", "httpPutResponseHopLimit": 2},
+      "poolDefaults": {"rootVolume": {"encrypted": False}}},
+     ["metadataOptions.httpTokens", "metadataOptions.httpPutResponseHopLimit", "pools[0].rootVolume.encrypted"]),
+], ids=["latest-ami", "bottlerocket-plus-plugin", "efa-zone-plugin", "reservations", "several", "insecure-nodes"])
 def test_validate_helper_names_every_key(tmp_path: Path, bad: dict, keys: list[str]) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))
@@ -205,3 +208,38 @@ def test_validate_helper_names_every_key(tmp_path: Path, bad: dict, keys: list[s
     assert "gpu-infra values are invalid" in text
     for key in keys:
         assert f"- {key}" in text, f"{key} not named in:\n{text}"
+
+
+def _node_class(tmp_path: Path, values: dict) -> dict:
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values))
+    objs = helm.render(CHART, [path], helm="helm4", namespace=NAMESPACE)
+    return next(o for o in objs if o["kind"] == "EC2NodeClass")
+
+
+def test_security_exceptions_admit_what_they_name(tmp_path: Path) -> None:
+    nc = _node_class(tmp_path, {
+        "metadataOptions": {"httpTokens": "optional", "httpPutResponseHopLimit": 2},
+        "poolDefaults": {"rootVolume": {"encrypted": False}},
+        "securityExceptions": {"imdsv1": True, "podImdsAccess": True, "unencryptedVolumes": True}})
+    assert nc["spec"]["metadataOptions"]["httpTokens"] == "optional"
+    assert nc["spec"]["metadataOptions"]["httpPutResponseHopLimit"] == 2
+    assert not nc["spec"]["blockDeviceMappings"][0]["ebs"]["encrypted"]
+
+
+def test_secure_node_defaults(tmp_path: Path) -> None:
+    nc = _node_class(tmp_path, {})
+    assert nc["spec"]["metadataOptions"]["httpTokens"] == "required"
+    assert nc["spec"]["metadataOptions"]["httpPutResponseHopLimit"] == 1
+    assert all(b["ebs"]["encrypted"] for b in nc["spec"]["blockDeviceMappings"])
+
+
+def test_cluster_name_drives_role_and_discovery(tmp_path: Path) -> None:
+    nc = _node_class(tmp_path, {"clusterName": "prod-east"})
+    assert nc["spec"]["role"] == "KarpenterNodeRole-prod-east"
+    assert nc["spec"]["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "prod-east"}}]
+    assert nc["spec"]["securityGroupSelectorTerms"] == nc["spec"]["subnetSelectorTerms"]
+    nc = _node_class(tmp_path, {"clusterName": "prod-east", "nodeRole": "MyNodes",
+                                "discovery": {"tagValue": "shared"}})
+    assert nc["spec"]["role"] == "MyNodes"
+    assert nc["spec"]["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "shared"}}]

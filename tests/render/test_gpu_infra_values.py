@@ -47,7 +47,8 @@ def test_single_node_plan() -> None:
     assert pool.efa is False and values.efa_device_plugin.enabled is False
     assert values.nvidia_device_plugin.enabled is True
     assert values.ami_version == gpu_infra.DEFAULT_AL2023_VERSION and values.ami_version != "latest"
-    assert values.discovery.tag_value == "prod" and values.node_role == "KarpenterNodeRole-prod"
+    # the role and discovery tag follow clusterName in the chart (test_cluster_name_drives_role_and_discovery)
+    assert values.cluster_name == "prod" and values.discovery.tag_value == "" and values.node_role == ""
     assert pool.root_volume.size_gi * GIB == plan.pool.root_volume_bytes
 
 

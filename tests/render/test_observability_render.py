@@ -194,6 +194,8 @@ BAD_VALUES = [
     ({"autoscaling": {"minReplicaCount": 5, "maxReplicaCount": 2}}, "autoscaling.maxReplicaCount"),
     ({"autoscaling": {"triggerAuthentication": {"enabled": True}}}, "autoscaling.triggerAuthentication"),
     ({"metrics": {"job": ""}}, "metrics.job"),
+    ({"metrics": {"interval": "15s", "scrapeTimeout": "1m"}}, "metrics.scrapeTimeout"),
+    ({"metrics": {"interval": "1m", "scrapeTimeout": "1m0s500ms"}}, "metrics.scrapeTimeout"),
 ]
 
 
@@ -213,7 +215,8 @@ def test_validate_helper_names_the_key(tmp_path: Path, helm_version: str, bad: d
     ({"autoscaling": {"threshold": "five"}}, "threshold"),
     ({"rules": {"thresholds": {"kvCacheUsage": 1.5}}}, "kvCacheUsage"),
     ({"monitors": {"vllm": {"prot": "http"}}}, "prot"),
-], ids=["topology", "threshold-type", "kv-range", "unknown-key"])
+    ({"target": {"servedModelName": "x"}}, "servedModelName"),
+], ids=["topology", "threshold-type", "kv-range", "unknown-key", "removed-key"])
 def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict, fragment: str) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))

@@ -108,3 +108,13 @@ operator adds while draining, so device plugins keep serving until the node goes
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{/* The nodes' IAM role: nodeRole, else the Karpenter getting-started name for clusterName. */}}
+{{- define "gpu-infra.nodeRole" -}}
+{{- .Values.nodeRole | default (printf "KarpenterNodeRole-%s" .Values.clusterName) -}}
+{{- end -}}
+
+{{/* The discovery tag value: discovery.tagValue, else clusterName. */}}
+{{- define "gpu-infra.discoveryTagValue" -}}
+{{- .Values.discovery.tagValue | default .Values.clusterName -}}
+{{- end -}}

@@ -18,6 +18,7 @@ message.
 {{- $out = print $out (include "gpu-infra.validateValues.rootVolumeThroughput" .) -}}
 {{- $out = print $out (include "gpu-infra.validateValues.disruptionBudgets" .) -}}
 {{- $out = print $out (include "gpu-infra.validateValues.efaDevicePlugin" .) -}}
+{{- $out = print $out (include "gpu-infra.validateValues.securityExceptions" .) -}}
 {{- $errors := compact (splitList "\n" $out) -}}
 {{- if $errors -}}
 {{- fail (printf "\n\ngpu-infra values are invalid:\n  - %s\n" (join "\n  - " $errors)) -}}
@@ -128,5 +129,21 @@ message.
 {{- end -}}
 {{- if and $anyEfa (not .Values.efaDevicePlugin.enabled) -}}
 {{- print "efaDevicePlugin.enabled: must be true when a pool has efa: true (nothing else advertises vpc.amazonaws.com/efa)\n" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* IMDSv1, an IMDS hop limit above 1 and unencrypted volumes only with their securityExceptions key. */}}
+{{- define "gpu-infra.validateValues.securityExceptions" -}}
+{{- $allow := .Values.securityExceptions -}}
+{{- if and (ne .Values.metadataOptions.httpTokens "required") (not $allow.imdsv1) -}}
+{{- print "metadataOptions.httpTokens: 'optional' allows IMDSv1 (credentials without a session token); keep 'required' or set securityExceptions.imdsv1: true\n" -}}
+{{- end -}}
+{{- if and (gt (int .Values.metadataOptions.httpPutResponseHopLimit) 1) (not $allow.podImdsAccess) -}}
+{{- printf "metadataOptions.httpPutResponseHopLimit: %v lets pods read the node role's credentials; keep 1 (pods use IRSA or Pod Identity) or set securityExceptions.podImdsAccess: true\n" .Values.metadataOptions.httpPutResponseHopLimit -}}
+{{- end -}}
+{{- range $i, $p := (include "gpu-infra.pools" . | fromJson).pools -}}
+{{- if and (not $p.rootVolume.encrypted) (not $allow.unencryptedVolumes) -}}
+{{- printf "pools[%d].rootVolume.encrypted: false leaves the model and node data unencrypted; keep true or set securityExceptions.unencryptedVolumes: true\n" $i -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}

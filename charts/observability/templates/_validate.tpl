@@ -14,6 +14,7 @@ a key set to null passes it, and renders with --skip-schema-validation rely on t
 {{- $out = print $out (include "observability.validateValues.targetRelease" .) -}}
 {{- $out = print $out (include "observability.validateValues.metricsJob" .) -}}
 {{- $out = print $out (include "observability.validateValues.runbookBaseUrl" .) -}}
+{{- $out = print $out (include "observability.validateValues.scrapeTimeout" .) -}}
 {{- /* The autoscaling rules apply only where the ScaledObject renders. */ -}}
 {{- if and .Values.autoscaling.enabled (include "observability.kedaTopology" .) -}}
 {{- $out = print $out (include "observability.validateValues.scaleToZeroAllowed" .) -}}
@@ -111,5 +112,26 @@ a key set to null passes it, and renders with --skip-schema-validation rely on t
 {{- $a := .Values.autoscaling -}}
 {{- if and $a.triggerAuthentication.enabled (not $a.triggerAuthentication.secretTargetRef) (not $a.triggerAuthentication.podIdentityProvider) -}}
 {{- print "autoscaling.triggerAuthentication: enabled but neither secretTargetRef nor podIdentityProvider is set\n" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A Prometheus duration (1h30m, 15s, 500ms; the schema has checked its form) in milliseconds. */}}
+{{- define "observability.durationMs" -}}
+{{- $ms := dict "ms" 1 "s" 1000 "m" 60000 "h" 3600000 "d" 86400000 "w" 604800000 "y" 31536000000 -}}
+{{- $total := 0 -}}
+{{- range $part := regexFindAll "[0-9]+(ms|s|m|h|d|w|y)" (toString .) -1 -}}
+{{- $unit := regexFind "(ms|s|m|h|d|w|y)$" $part -}}
+{{- $total = add $total (mul (atoi (trimSuffix $unit $part)) (get $ms $unit)) -}}
+{{- end -}}
+{{- $total -}}
+{{- end -}}
+
+{{/* Prometheus refuses a scrape config whose scrapeTimeout exceeds its interval. */}}
+{{- define "observability.validateValues.scrapeTimeout" -}}
+{{- $m := .Values.metrics -}}
+{{- if and $m.interval $m.scrapeTimeout -}}
+{{- if gt (int (include "observability.durationMs" $m.scrapeTimeout)) (int (include "observability.durationMs" $m.interval)) -}}
+{{- printf "metrics.scrapeTimeout: %s exceeds metrics.interval %s (Prometheus rejects the scrape config)\n" $m.scrapeTimeout $m.interval -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}

@@ -29,6 +29,8 @@ with every message. It also runs when a user skips schema validation (helm
 {{- $out = print $out (include "vllm-inference.validateValues.networkPolicyClients" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.serviceAccountName" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.nonRootUser" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.requestsWithinLimits" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.shmWithinMemoryLimit" .) -}}
 {{- $errors := compact (splitList "\n" $out) -}}
 {{- if $errors -}}
 {{- fail (printf "\n\nvllm-inference: invalid values:\n- %s\n" (join "\n- " $errors)) -}}
@@ -345,3 +347,41 @@ them, and Ray Serve engineKwargs must not carry their keyword form.
 --load-format: model.source s3 (runai_streamer)
 {{- end }}
 {{- end }}
+
+{{/*
+A Kubernetes quantity (the schema has checked its form) as a float in base units: 1500m -> 1.5,
+16Gi -> 17179869184, 2e3 -> 2000. Used only to compare two quantities.
+*/}}
+{{- define "vllm-inference.quantityValue" -}}
+{{- $q := toString . -}}
+{{- $number := regexFind "^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?" $q -}}
+{{- $suffix := trimPrefix $number $q -}}
+{{- $scale := dict "" 1.0 "m" 0.001 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18
+    "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "Pi" 1125899906842624.0
+    "Ei" 1152921504606846976.0 -}}
+{{- mulf (float64 $number) (get $scale $suffix) -}}
+{{- end -}}
+
+{{/* Each resource request at most its limit (the API server rejects the pod otherwise). */}}
+{{- define "vllm-inference.validateValues.requestsWithinLimits" -}}
+{{- $r := .Values.resources -}}
+{{- range $name := list "cpu" "memory" "ephemeralStorage" -}}
+{{- $req := get $r.requests $name -}}
+{{- $lim := get $r.limits $name -}}
+{{- if and $req $lim -}}
+{{- if gt (float64 (include "vllm-inference.quantityValue" $req)) (float64 (include "vllm-inference.quantityValue" $lim)) -}}
+{{- printf "resources.requests.%s: %v is above resources.limits.%s %v (a request may not exceed its limit)\n" $name $req $name $lim -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* /dev/shm is memory-backed and counted against the container's memory limit. */}}
+{{- define "vllm-inference.validateValues.shmWithinMemoryLimit" -}}
+{{- $lim := .Values.resources.limits.memory -}}
+{{- if and $lim .Values.shm.sizeLimit -}}
+{{- if gt (float64 (include "vllm-inference.quantityValue" .Values.shm.sizeLimit)) (float64 (include "vllm-inference.quantityValue" $lim)) -}}
+{{- printf "shm.sizeLimit: %v is above resources.limits.memory %v; /dev/shm is memory-backed and counts against that limit\n" .Values.shm.sizeLimit $lim -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

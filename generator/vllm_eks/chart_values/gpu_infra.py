@@ -15,7 +15,7 @@ from pydantic import Field
 from .. import contract
 from ..errors import InvalidOptionError
 from ..plan import Plan
-from .base import Quantity, ValuesModel
+from .base import EKS_CLUSTER_NAME, Quantity, ValuesModel
 from .options import ValuesOptions, efa_zone
 
 from ..sizing import DCGM_EXPORTER, EFA_DEVICE_PLUGIN, NVIDIA_DEVICE_PLUGIN, DaemonSetFootprint
@@ -78,7 +78,7 @@ class DcgmExporter(DaemonSetValues):
 class Discovery(ValuesModel):
     tag_key: str = Field(default="karpenter.sh/discovery", min_length=1,
                          description="Tag key on the subnets and security groups Karpenter may use")
-    tag_value: str = Field(min_length=1, description="Tag value (usually the cluster name)")
+    tag_value: str = Field(default="", description="Tag value; empty: clusterName (the Karpenter getting-started convention)")
 
 
 class MetadataOptions(ValuesModel):
@@ -89,6 +89,15 @@ class MetadataOptions(ValuesModel):
         default=1, ge=1, le=64,
         description="1 keeps pods (one hop away) from reaching the node's IMDS credentials")
     http_tokens: Literal["required", "optional"] = Field(default="required", description="required = IMDSv2 only")
+
+
+class SecurityExceptions(ValuesModel):
+    """Insecure node settings the chart refuses unless the matching key says they are meant."""
+    imdsv1: bool = Field(default=False, description=(
+        "Permit metadataOptions.httpTokens optional (IMDSv1: credentials readable without a session token)"))
+    pod_imds_access: bool = Field(default=False, description=(
+        "Permit metadataOptions.httpPutResponseHopLimit above 1 (pods can read the node role's credentials)"))
+    unencrypted_volumes: bool = Field(default=False, description="Permit rootVolume.encrypted false on a pool")
 
 
 class RootVolume(ValuesModel):
@@ -214,15 +223,19 @@ class NetworkPolicy(ValuesModel):
 
 
 class GpuInfraValues(ValuesModel):
-    cluster_name: str = Field(min_length=1, description="EKS cluster name")
+    cluster_name: str = Field(min_length=1, pattern=EKS_CLUSTER_NAME, description=(
+        "EKS cluster name; the defaults of nodeRole and discovery.tagValue derive from it"))
     ami_family: Literal["al2023", "bottlerocket"] = Field(default="al2023", description="EKS optimized AMI family")
     ami_version: str = Field(min_length=1, description="Pinned AMI release for the alias family@version")
     allow_latest_ami: bool = Field(default=False, description="Permit amiVersion latest (drifts every node on each release)")
-    node_role: str = Field(min_length=1, description="IAM role name of the nodes (EC2NodeClass spec.role)")
+    node_role: str = Field(default="", description=(
+        "IAM role name of the nodes (EC2NodeClass spec.role); empty: KarpenterNodeRole-<clusterName>"))
     discovery: Discovery = Field(description="Tag that selects subnets and security groups")
     ec2_tags: dict[str, str] = Field(default_factory=lambda: {"workload": "llm-inference"},
                                      description="Tags on instances and volumes, for cost allocation")
     metadata_options: MetadataOptions = Field(default_factory=MetadataOptions, description="IMDS settings")
+    security_exceptions: SecurityExceptions = Field(
+        default_factory=SecurityExceptions, description="Explicit permission for insecure node settings")
     priority_class_name: str = Field(default="system-node-critical", description="Priority class of the DaemonSets")
     pool_defaults: PoolDefaults = Field(default_factory=PoolDefaults, description="Settings every pool inherits")
     pools: list[Pool] = Field(min_length=1, description="GPU pools")
@@ -287,8 +300,7 @@ def build_values(plan: Plan, options: ValuesOptions) -> GpuInfraValues:
         cluster_name=options.cluster_name,
         ami_family=options.ami_family,
         ami_version=DEFAULT_AL2023_VERSION if options.ami_family == "al2023" else DEFAULT_BOTTLEROCKET_VERSION,
-        node_role=f"KarpenterNodeRole-{options.cluster_name}",
-        discovery=Discovery(tag_value=options.cluster_name),
+        discovery=Discovery(),
         pools=[pool],
     )
     # Bottlerocket NVIDIA AMIs run the device plugin themselves; a second one would fight it.

@@ -40,7 +40,6 @@ class Target(ValuesModel):
     name: str = Field(default="", max_length=63,
                       description="Deployment / LeaderWorkerSet / RayService name (the vllm-inference fullname). "
                                   "Empty: computed like charts/vllm-inference does")
-    served_model_name: str = Field(default="", description="Model name vLLM reports in its model_name label")
 
 
 class Prometheus(ValuesModel):
@@ -244,8 +243,7 @@ def build_values(plan: Plan, options: ValuesOptions) -> ObservabilityValues:
     return ObservabilityValues(
         topology=topology,
         target=Target(release=options.release, namespace=options.namespace,
-                      name=vllm_inference_fullname(options.release),
-                      served_model_name=plan.served_model_name),
+                      name=vllm_inference_fullname(options.release)),
         prometheus=Prometheus(monitor_labels={"release": options.prometheus_release_label}),
         metrics=Metrics(job=options.release),
         rules=Rules(thresholds=Thresholds(queue_depth_per_replica=plan.pool.queue_alert_threshold),

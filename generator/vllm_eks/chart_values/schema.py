@@ -8,7 +8,9 @@ descriptions kept, pydantic's generated titles dropped (they only repeat the key
 
 Fields that are optional in Python (default None) are written as "may be omitted", not "may be
 null": values files leave them out, and a null in a values file means "delete the default" to
-Helm rather than a value."""
+Helm rather than a value. Every other key of the chart's own values (outside list items, which
+users write partially) is required, so a user's `model: null`, which deletes the default, is
+reported as the missing key it is instead of failing later inside a template."""
 
 from __future__ import annotations
 
@@ -50,19 +52,23 @@ def _inline(node: Any, defs: dict[str, Any], stack: tuple[str, ...]) -> Any:
     return {key: _inline(value, defs, stack) for key, value in node.items()}
 
 
-def _tidy(node: Any, in_properties: bool = False) -> Any:
+_OMITTABLE = "x-omittable"  # marks, while tidying, a property whose Python default is None
+
+
+def _tidy(node: Any, in_properties: bool = False, in_items: bool = False) -> Any:
     if isinstance(node, list):
-        return [_tidy(item) for item in node]
+        return [_tidy(item, in_items=in_items) for item in node]
     if not isinstance(node, dict):
         return node
     if in_properties:
         # keys of "properties" are field names, not schema keywords
-        return {name: _tidy(sub) for name, sub in node.items()}
+        return {name: _tidy(sub, in_items=in_items) for name, sub in node.items()}
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key == "title":
             continue
-        out[key] = _tidy(value, in_properties=(key == "properties"))
+        nested_in_items = in_items or key in ("items", "additionalProperties")
+        out[key] = _tidy(value, in_properties=(key == "properties"), in_items=nested_in_items)
     # Optional[X] = None  ->  X, omitted when unset (see module docstring).
     any_of = out.get("anyOf")
     if isinstance(any_of, list) and {"type": "null"} in any_of and out.get("default", 0) is None:
@@ -73,9 +79,15 @@ def _tidy(node: Any, in_properties: bool = False) -> Any:
             out = {**rest[0], **out}
         else:
             out["anyOf"] = rest
+        out[_OMITTABLE] = True
     if "properties" in out:
         out.setdefault("type", "object")
         out["additionalProperties"] = False
+        omittable = {name for name, sub in out["properties"].items() if sub.pop(_OMITTABLE, False)}
+        if not in_items:
+            required = set(out.get("required", [])) | (set(out["properties"]) - omittable)
+            if required:
+                out["required"] = sorted(required)
     return out
 
 
