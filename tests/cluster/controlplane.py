@@ -81,10 +81,11 @@ class ControlPlane:
         return f"https://127.0.0.1:{self.ports['apiserver']}"
 
     # --- process handling -------------------------------------------------------------
-    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
+    def _spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
         log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
         proc = subprocess.Popen(
             [str(self.bins / name), *args],
+            env=None if env is None else {**os.environ, **env},
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -274,18 +275,22 @@ class ControlPlane:
     def stop(self) -> None:
         """Stop in reverse start order (clients before etcd), each process group in turn."""
         for name in reversed(list(self.procs)):
-            proc = self.procs[name]
-            for sig, grace in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
-                if proc.poll() is not None:
-                    break
-                try:
-                    os.killpg(proc.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    proc.wait(timeout=grace)
-                except subprocess.TimeoutExpired:
-                    continue
+            self.stop_component(name)
+
+    def stop_component(self, name: str) -> None:
+        """SIGTERM the component's process group, SIGKILL after 10 s; a no-op once it exited."""
+        proc = self.procs[name]
+        for sig, grace in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+            if proc.poll() is not None:
+                break
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                continue
 
 
 def new_workdir() -> Path:
