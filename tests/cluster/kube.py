@@ -67,6 +67,7 @@ class Stats:
     rejections_shown: int = 0
     helm_versions: set[str] = field(default_factory=set)
     keda_hpas: int = 0
+    keda_rescales: int = 0
     timings: dict[str, float] = field(default_factory=dict)
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build the cluster tier's binaries from their Go modules into $CLUSTER_BIN (default
 # .tools/cluster/bin): kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd,
-# kwok, kwokctl, the KEDA operator (and the LeaderWorkerSet controller when its module version is
-# reachable).
+# kwok, kwokctl, KEDA's operator and metrics adapter (and the LeaderWorkerSet controller when its
+# module version is reachable).
 #
 # Each binary is reused when a stamp file records the same version and build inputs; a binary
 # already on PATH is linked instead of built when its `--version` reports the pinned version.
@@ -107,7 +107,7 @@ build_one() {
   summary+=("$name $ver: built in ${dt}s")
 }
 
-want_all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl keda-operator)
+want_all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl keda-operator keda-adapter)
 
 # KEDA is built in its own module's source tree (the proxy's zip, unpacked in GOMODCACHE), with
 # its own go.mod/go.sum and -mod=readonly: its replace block (k8s.io/* v0.35.x, controller-runtime,
@@ -144,7 +144,7 @@ for name in "${names[@]}"; do
         "-s -w -X github.com/kedacore/keda/v2/version.Version=${KEDA_VERSION#v}" ;;
     lws)
       build_one lws lws sigs.k8s.io/lws/cmd "$LWS_VERSION" "-s -w" ;;
-    *) echo "unknown binary '$name'; known: ${want_all[*]} keda-adapter lws" >&2; exit 2 ;;
+    *) echo "unknown binary '$name'; known: ${want_all[*]} lws" >&2; exit 2 ;;
   esac
 done
 
