@@ -101,3 +101,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # no
         f"pods scheduled and Ready: {s.pods_scheduled}; upgrades: {s.upgrades}; rollbacks: {s.rollbacks}; "
         f"uninstalls: {s.uninstalls}; API-server rejections shown: {s.rejections_shown}; "
         f"helm: {', '.join(sorted(s.helm_versions)) or '-'}")
+    if s.keda_hpas:
+        tr.write_line(f"KEDA {v['KEDA_VERSION']}: its CRDs {t.get('keda_crds_s', 0):.1f}s, operator start {t.get('keda_start_s', 0):.1f}s; "
+                      f"adapter {t.get('keda_adapter_s', 0):.1f}s; ScaledObjects turned into the Plan's HPA: {s.keda_hpas}; "
+                      f"HPA rescales from Prometheus through the external metrics API: {s.keda_rescales}")

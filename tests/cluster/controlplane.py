@@ -55,6 +55,24 @@ def missing_binaries() -> list[str]:
     return missing
 
 
+def issue_cert(d: Path, name: str, cn: str, sans: str = "", ca: str = "ca") -> None:
+    """<d>/<name>.crt/.key signed by <d>/<ca>.crt (made first when absent), usable for server
+    and client authentication; sans like "DNS:localhost,IP:127.0.0.1"."""
+    d.mkdir(parents=True, exist_ok=True)
+    ext = d / f"{name}.ext"
+    ext.write_text((f"subjectAltName={sans}\n" if sans else "") + "extendedKeyUsage=serverAuth,clientAuth\n")
+    steps = [] if (d / f"{ca}.crt").exists() else [
+        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{ca}.key", "-out", f"{ca}.crt",
+         "-days", "1", "-subj", f"/CN=vllm-eks-test-{ca}"]]
+    steps += [
+        ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={cn}"],
+        ["x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key", "-CAcreateserial",
+         "-out", f"{name}.crt", "-days", "1", "-extfile", ext.name],
+    ]
+    for cmd in steps:
+        subprocess.run(["openssl", *cmd], cwd=d, check=True, capture_output=True)
+
+
 def _free_port() -> int:
     # The kernel picks a free port; the tiny race until the component binds it is acceptable
     # because every component start is checked and reported.
@@ -81,10 +99,11 @@ class ControlPlane:
         return f"https://127.0.0.1:{self.ports['apiserver']}"
 
     # --- process handling -------------------------------------------------------------
-    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
+    def _spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
         log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
         proc = subprocess.Popen(
             [str(self.bins / name), *args],
+            env=None if env is None else {**os.environ, **env},
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -163,6 +182,9 @@ class ControlPlane:
             ["openssl", "genrsa", "-out", str(pki / "sa.key"), "2048"],
             check=True, capture_output=True,
         )
+        # API aggregation (an extension API server such as KEDA's metrics adapter): the
+        # apiserver proxies requests with this client certificate and the X-Remote-* headers.
+        issue_cert(pki, "front-proxy-client", "front-proxy-client", ca="front-proxy-ca")
         # Static token auth: the user is in system:masters, so RBAC grants everything.
         (pki / "tokens.csv").write_text(f'{self.token},{_TOKEN_USER},{_TOKEN_USER},"system:masters"\n')
 
@@ -204,6 +226,16 @@ class ControlPlane:
             f"--service-account-signing-key-file={pki / 'sa.key'}",
             "--service-cluster-ip-range=10.96.0.0/16",
             "--allow-privileged=true",
+            # Aggregation layer, as kubeadm configures it; routing to the endpoint address because
+            # no kube-proxy serves Service ClusterIPs here.
+            f"--requestheader-client-ca-file={pki / 'front-proxy-ca.crt'}",
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={pki / 'front-proxy-client.crt'}",
+            f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
+            "--enable-aggregator-routing=true",
             "--enable-priority-and-fairness=false",
             "--profiling=false",
         ])
@@ -274,18 +306,22 @@ class ControlPlane:
     def stop(self) -> None:
         """Stop in reverse start order (clients before etcd), each process group in turn."""
         for name in reversed(list(self.procs)):
-            proc = self.procs[name]
-            for sig, grace in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
-                if proc.poll() is not None:
-                    break
-                try:
-                    os.killpg(proc.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    proc.wait(timeout=grace)
-                except subprocess.TimeoutExpired:
-                    continue
+            self.stop_component(name)
+
+    def stop_component(self, name: str) -> None:
+        """SIGTERM the component's process group, SIGKILL after 10 s; a no-op once it exited."""
+        proc = self.procs[name]
+        for sig, grace in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+            if proc.poll() is not None:
+                break
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                continue
 
 
 def new_workdir() -> Path:

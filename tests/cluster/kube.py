@@ -42,6 +42,16 @@ def wait_for(what: str, fn: Callable[[], T | None], timeout: float = 60, interva
     raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r:.500})")
 
 
+def crd_documents(crd_dir: Path) -> list[dict[str, Any]]:
+    """Every CustomResourceDefinition in the directory's YAML files, in file-name order."""
+    docs = []
+    for f in sorted(crd_dir.iterdir()):
+        if f.suffix in (".yaml", ".yml"):
+            docs += [d for d in yaml.safe_load_all(f.read_text())
+                     if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"]
+    return docs
+
+
 @dataclass
 class Stats:
     """Figures for the tier's closing summary."""
@@ -56,6 +66,8 @@ class Stats:
     uninstalls: int = 0
     rejections_shown: int = 0
     helm_versions: set[str] = field(default_factory=set)
+    keda_hpas: int = 0
+    keda_rescales: int = 0
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -110,16 +122,15 @@ class Cluster:
 
     # --- CRDs -------------------------------------------------------------------------
     def install_crds(self, crd_dir: Path) -> list[str]:
+        return self.install_crd_objects(crd_documents(crd_dir))
+
+    def install_crd_objects(self, crds: Sequence[dict[str, Any]]) -> list[str]:
+        """Create the CRDs and wait until every one is Established."""
         ext = client.ApiextensionsV1Api(self.api)
         names = []
-        for f in sorted(crd_dir.iterdir()):
-            if f.suffix not in (".yaml", ".yml"):
-                continue
-            for doc in yaml.safe_load_all(f.read_text()):
-                if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
-                    continue
-                ext.create_custom_resource_definition(body=doc)
-                names.append(doc["metadata"]["name"])
+        for doc in crds:
+            ext.create_custom_resource_definition(body=doc)
+            names.append(doc["metadata"]["name"])
 
         def established() -> bool:
             for n in names:

@@ -93,7 +93,7 @@ class HelmTestRun:
 
 def api_test_containers(objects: list[dict[str, Any]]) -> list[tuple[dict, dict]]:
     """(pod, container) of the `helm.sh/hook: test` Pods that call the model server through its
-    Service. Test pods that act on the cluster instead (e.g. `kubectl exec` diagnostics in a
+    Service. Test pods that act on the cluster instead (e.g. the pods/exec diagnostics of a
     multi-node group) need a cluster and are not run here."""
     pattern = _service_url_pattern(objects)
     out = []

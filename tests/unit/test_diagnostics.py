@@ -179,3 +179,79 @@ def test_scripts_need_only_the_standard_library_to_import() -> None:
     for path in SCRIPTS.glob("*.py"):
         head = [line for line in path.read_text().splitlines() if line.startswith(("import ", "from "))]
         assert not [line for line in head if "torch" in line], f"{path.name} imports torch at module level"
+
+
+# ------------------------------------------------------------------------- live groups (run_groups)
+
+runner = _load("run_groups")
+
+
+@pytest.fixture
+def fake_api(tmp_path: Path):
+    from tests.harness.fake_kube_api import FakeKubeApi
+
+    api = FakeKubeApi(tmp_path / "api").start()
+    yield api
+    api.stop()
+
+
+def _run(api, monkeypatch, capsys, *args: str) -> tuple[int, str]:
+    for k, v in api.pod_env().items():
+        monkeypatch.setenv(k, v)
+    code = runner.main(["--namespace", "llm", "--name", "big", "--group-size", "2", "--timeout", "30",
+                        *args, "--", "python3", "/opt/check.py", "--tp", "8"])
+    return code, capsys.readouterr().out
+
+
+def test_runner_checks_every_live_group(fake_api, monkeypatch, capsys) -> None:
+    from tests.harness.fake_kube_api import lws_pods
+
+    # Three groups live (scaled out from two), plus another release's pods that must be left alone.
+    fake_api.pods = lws_pods("big", "llm", 3, 2) + lws_pods("other", "llm", 1, 2)
+    code, out = _run(fake_api, monkeypatch, capsys)
+    assert code == 0, out
+    assert fake_api.lists == ["leaderworkerset.sigs.k8s.io/name=big"]
+    assert sorted(p for p, _, _ in fake_api.execs) == sorted(p["metadata"]["name"] for p in lws_pods("big", "llm", 3, 2))
+    assert all(c == "vllm" and cmd == ["python3", "/opt/check.py", "--tp", "8"] for _, c, cmd in fake_api.execs)
+    assert "3 live group(s) of big" in out and "6/6 pod(s) passed" in out
+
+
+def test_runner_fails_when_one_pod_fails(fake_api, monkeypatch, capsys) -> None:
+    from tests.harness.fake_kube_api import lws_pods
+
+    fake_api.pods = lws_pods("big", "llm", 2, 2)
+    fake_api.outcomes = {"big-1-1": 3}
+    code, out = _run(fake_api, monkeypatch, capsys)
+    assert code == 1
+    assert "=== group 1 worker 1 pod big-1-1: FAIL (exit 3" in out and "3/4 pod(s) passed" in out
+
+
+@pytest.mark.parametrize("pods, message", [
+    ([], "FAIL: no pod in namespace llm matches leaderworkerset.sigs.k8s.io/name=big"),
+    ("incomplete", "FAIL: group 1: worker indexes [0], expected 0..1"),
+    ("unready", "FAIL: group 0: pods not Running and Ready: big-0, big-0-1"),
+])
+def test_runner_refuses_missing_or_unready_groups(fake_api, monkeypatch, capsys, pods, message) -> None:
+    from tests.harness.fake_kube_api import lws_pods
+
+    if pods == "incomplete":
+        pods = [p for p in lws_pods("big", "llm", 2, 2) if p["metadata"]["name"] != "big-1-1"]
+    elif pods == "unready":
+        pods = lws_pods("big", "llm", 1, 2, ready=False)
+    fake_api.pods = pods
+    code, out = _run(fake_api, monkeypatch, capsys)
+    assert code == 1 and message in out, out
+    assert fake_api.execs == [], "no check may start when a group is not whole"
+
+
+def test_runner_outside_a_pod_names_what_is_missing(monkeypatch, capsys) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    code = runner.main(["--namespace", "llm", "--name", "big", "--group-size", "2", "--", "true"])
+    assert code == 1
+    assert "KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT are not set" in capsys.readouterr().out
+
+
+def test_runner_usage_errors(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        runner.main(["--namespace", "llm", "--name", "big", "--group-size", "0", "--", "true"])
+    assert exc.value.code == 2 and "--group-size must be >= 1 (got 0)" in capsys.readouterr().err

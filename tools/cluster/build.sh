@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the cluster tier's binaries from their Go modules into $CLUSTER_BIN (default
 # .tools/cluster/bin): kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd,
-# kwok, kwokctl (and the LeaderWorkerSet controller when its module version is reachable).
+# kwok, kwokctl, KEDA's operator and metrics adapter (and the LeaderWorkerSet controller when its
+# module version is reachable).
 #
 # Each binary is reused when a stamp file records the same version and build inputs; a binary
 # already on PATH is linked instead of built when its `--version` reports the pinned version.
@@ -59,11 +60,15 @@ version_of() {
   esac
 }
 
+# A module directory: tools/cluster/<mod>, or an absolute path (an upstream module's own tree).
+mod_dir() { if [[ "$1" == /* ]]; then echo "$1"; else echo "$here/$1"; fi; }
+
 stamp_of() {
   # Inputs that change the binary: its pin, the module's go.sum, the Go toolchain and the flags.
-  local name="$1" mod="$2" ver="$3" flags="$4"
+  local name="$1" mod="$2" ver="$3" flags="$4" dir
+  dir="$(mod_dir "$mod")"
   printf '%s %s %s %s %s\n' "$name" "$ver" "$(go env GOVERSION)" \
-    "$(sha256sum "$here/$mod/go.mod" "$here/$mod/go.sum" | sha256sum | cut -c1-16)" \
+    "$(sha256sum "$dir/go.mod" "$dir/go.sum" | sha256sum | cut -c1-16)" \
     "$(printf '%s' "$flags" | sha256sum | cut -c1-16)"
 }
 
@@ -88,9 +93,12 @@ build_one() {
     summary+=("$name $ver: using $onpath from PATH")
     return
   fi
-  echo ">>> building $name $ver ($pkg, module tools/cluster/$mod, CGO_ENABLED=0 -trimpath -p $p)"
+  echo ">>> building $name $ver ($pkg, module ${mod#"$root/"}, CGO_ENABLED=0 -trimpath -p $p)"
   local t0=$SECONDS
-  (cd "$here/$mod" && go build -p "$p" -trimpath -ldflags "$flags" -o "$target.tmp" "$pkg")
+  local dir
+  dir="$(mod_dir "$mod")"
+  [[ -f "$dir/go.mod" ]] || { echo "build.sh: no go.mod in $dir (building $name)" >&2; exit 1; }
+  (cd "$dir" && go build -p "$p" -trimpath -ldflags "$flags" -o "$target.tmp" "$pkg")
   mv "$target.tmp" "$target"
   echo "$want" > "$stamp"
   local dt=$((SECONDS - t0))
@@ -99,7 +107,18 @@ build_one() {
   summary+=("$name $ver: built in ${dt}s")
 }
 
-want_all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl)
+want_all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl keda-operator keda-adapter)
+
+# KEDA is built in its own module's source tree (the proxy's zip, unpacked in GOMODCACHE), with
+# its own go.mod/go.sum and -mod=readonly: its replace block (k8s.io/* v0.35.x, controller-runtime,
+# prometheus, cel-go) then applies exactly as upstream's `make build` applies it. `go install
+# pkg@version` refuses a module with replace directives, and a consumer module would have to
+# repeat that block by hand.
+keda_dir() {
+  GOFLAGS=-mod=mod go mod download -json "github.com/kedacore/keda/v2@$KEDA_VERSION" |
+    sed -n 's/.*"Dir": "\(.*\)".*/\1/p'
+}
+
 names=("$@")
 [[ ${#names[@]} -gt 0 ]] || names=("${want_all[@]}")
 
@@ -118,6 +137,11 @@ for name in "${names[@]}"; do
     kwok|kwokctl)
       build_one "$name" kwok "sigs.k8s.io/kwok/cmd/$name" "$KWOK_VERSION" \
         "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${K8S_VERSION#v}" ;;
+    keda-operator|keda-adapter)
+      # Upstream's Makefile sets version.Version (printed in the operator's start-up log).
+      [[ -n "${kdir_keda:-}" ]] || kdir_keda="$(keda_dir)"
+      GOFLAGS=-mod=readonly build_one "$name" "$kdir_keda" "./cmd/${name#keda-}" "$KEDA_VERSION" \
+        "-s -w -X github.com/kedacore/keda/v2/version.Version=${KEDA_VERSION#v}" ;;
     lws)
       build_one lws lws sigs.k8s.io/lws/cmd "$LWS_VERSION" "-s -w" ;;
     *) echo "unknown binary '$name'; known: ${want_all[*]} lws" >&2; exit 2 ;;
@@ -141,6 +165,19 @@ if [[ ! -s "$stages" || "$(head -1 "$stages")" != "# kwok $KWOK_VERSION stages" 
   } > "$stages.tmp"
   mv "$stages.tmp" "$stages"
   summary+=("kwok stages: $stages")
+fi
+
+# KEDA's own CRDs (ScaledJob, ClusterTriggerAuthentication, CloudEventSource...), which its
+# operator watches next to the pinned ScaledObject and TriggerAuthentication CRDs.
+if [[ -n "${kdir_keda:-}" ]]; then
+  kcrds="$out/../keda-crds"
+  if [[ "$(cat "$kcrds/VERSION" 2>/dev/null)" != "$KEDA_VERSION" ]]; then
+    rm -rf "$kcrds" && mkdir -p "$kcrds"
+    cp "$kdir_keda"/config/crd/bases/*.yaml "$kcrds/"
+    chmod u+w "$kcrds"/*.yaml
+    echo "$KEDA_VERSION" > "$kcrds/VERSION"
+    summary+=("keda CRDs: $kcrds")
+  fi
 fi
 
 echo "cluster tools in $out (total $((SECONDS - total0))s):"

@@ -46,9 +46,10 @@ VLLM_EFA_IMAGE_REPOSITORY = "registry.invalid/vllm-eks/vllm-efa"
 # disaggregated scenario follows. aws/deep-learning-containers docs/ray-llm (cited, not pulled).
 RAY_DLC_IMAGE_REPOSITORY = "public.ecr.aws/deep-learning-containers/ray"
 RAY_DLC_IMAGE_TAG = "serve-llm-cuda-v1.0.0"
-# kubectl of the multi-node diagnostics (helm test): it runs the checks inside the group's pods.
-KUBECTL_IMAGE_REPOSITORY = "registry.k8s.io/kubectl"
-KUBECTL_IMAGE_TAG = "v1.35.6"
+# python3 of the multi-node diagnostics (helm test): files/diagnostics/run_groups.py lists the live
+# groups' pods and runs the checks inside them through pods/exec (standard library only).
+DIAGNOSTICS_IMAGE_REPOSITORY = "docker.io/library/python"
+DIAGNOSTICS_IMAGE_TAG = "3.13-slim"
 # NCCL must not pick the EKS Pod Identity link-local interface (pod-id-link0, 169.254.170.23)
 # or container bridges for its socket bootstrap: aws-samples/aws-do-eks#54.
 NCCL_SOCKET_IFNAME = "^lo,docker,veth,eni,pod-id-link0"
@@ -373,9 +374,9 @@ class MultiNode(ValuesModel):
 
 
 class DiagnosticsImage(Image):
-    repository: str = Field(KUBECTL_IMAGE_REPOSITORY, min_length=1,
-                            description="Image with kubectl that runs the checks inside the group's pods")
-    tag: str = Field(KUBECTL_IMAGE_TAG, min_length=1, description="Image tag")
+    repository: str = Field(DIAGNOSTICS_IMAGE_REPOSITORY, min_length=1, description=(
+        "Image with python3 that finds the live groups' pods and runs the checks inside them"))
+    tag: str = Field(DIAGNOSTICS_IMAGE_TAG, min_length=1, description="Image tag")
 
 
 class GpuTopologyCheck(ValuesModel):
@@ -401,8 +402,8 @@ class AllReduceCheck(ValuesModel):
 
 
 class Diagnostics(ValuesModel):
-    image: DiagnosticsImage = Field(default_factory=DiagnosticsImage, description="kubectl image of the test pods")
-    timeout_seconds: int = Field(900, ge=30, description="kubectl exec --request-timeout of each check")
+    image: DiagnosticsImage = Field(default_factory=DiagnosticsImage, description="python3 image of the test pods")
+    timeout_seconds: int = Field(900, ge=30, description="Seconds each check may run in a pod (exec timeout)")
     gpu_topology: GpuTopologyCheck = Field(default_factory=GpuTopologyCheck, description="GPU interconnect check")
     all_reduce: AllReduceCheck = Field(default_factory=AllReduceCheck, description="Cross-node all-reduce bandwidth check")
 
