@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the cluster tier's binaries from their Go modules into $CLUSTER_BIN (default
 # .tools/cluster/bin): kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd,
-# kwok, kwokctl (and the LeaderWorkerSet controller when its module version is reachable).
+# kwok, kwokctl, the KubeRay operator (ray-operator) and, when its module version is reachable,
+# the LeaderWorkerSet controller.
 #
 # Each binary is reused when a stamp file records the same version and build inputs; a binary
 # already on PATH is linked instead of built when its `--version` reports the pinned version.
@@ -99,11 +100,12 @@ build_one() {
   summary+=("$name $ver: built in ${dt}s")
 }
 
-want_all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl)
+want_all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl ray-operator)
 names=("$@")
 [[ ${#names[@]} -gt 0 ]] || names=("${want_all[@]}")
 
 k8s_flags=""
+want_kuberay_crds=""
 total0=$SECONDS
 for name in "${names[@]}"; do
   case "$name" in
@@ -120,6 +122,11 @@ for name in "${names[@]}"; do
         "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${K8S_VERSION#v}" ;;
     lws)
       build_one lws lws sigs.k8s.io/lws/cmd "$LWS_VERSION" "-s -w" ;;
+    ray-operator)
+      # The operator's version is a constant (controllers/ray/utils KUBERAY_VERSION), nothing to
+      # inject. Its main package is the module root.
+      build_one ray-operator kuberay github.com/ray-project/kuberay/ray-operator "$KUBERAY_VERSION" "-s -w"
+      want_kuberay_crds=1 ;;
     *) echo "unknown binary '$name'; known: ${want_all[*]} lws" >&2; exit 2 ;;
   esac
 done
@@ -141,6 +148,20 @@ if [[ ! -s "$stages" || "$(head -1 "$stages")" != "# kwok $KWOK_VERSION stages" 
   } > "$stages.tmp"
   mv "$stages.tmp" "$stages"
   summary+=("kwok stages: $stages")
+fi
+
+# The operator runs against its own CRDs (a v1.5.0 operator with v1.7.0 CRDs is not what users
+# run): copy them from the pinned module's config/crd/bases into .tools/cluster/kuberay-crds.
+crds="$out/../kuberay-crds"
+if [[ -n "$want_kuberay_crds" && "$(cat "$crds/VERSION" 2>/dev/null)" != "$KUBERAY_VERSION" ]]; then
+  kdir="$(cd "$here/kuberay" && go mod download -json "github.com/ray-project/kuberay/ray-operator@$KUBERAY_VERSION" |
+    sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
+  rm -rf "$crds.tmp" && mkdir -p "$crds.tmp"
+  cp "$kdir"/config/crd/bases/ray.io_*.yaml "$crds.tmp/"
+  chmod u+w "$crds.tmp"/*
+  echo "$KUBERAY_VERSION" > "$crds.tmp/VERSION"
+  rm -rf "$crds" && mv "$crds.tmp" "$crds"
+  summary+=("kuberay CRDs $KUBERAY_VERSION: $crds")
 fi
 
 echo "cluster tools in $out (total $((SECONDS - total0))s):"
