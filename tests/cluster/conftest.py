@@ -101,3 +101,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # no
         f"pods scheduled and Ready: {s.pods_scheduled}; upgrades: {s.upgrades}; rollbacks: {s.rollbacks}; "
         f"uninstalls: {s.uninstalls}; API-server rejections shown: {s.rejections_shown}; "
         f"helm: {', '.join(sorted(s.helm_versions)) or '-'}")
+    if s.rayservices_reconciled:
+        tr.write_line(
+            f"KubeRay operator {v['KUBERAY_VERSION']} (started in {t.get('kuberay_s', 0):.1f}s): RayServices reconciled: "
+            f"{s.rayservices_reconciled}; RayClusters created: {s.rayclusters_created}; Ray pods Ready on kwok nodes: "
+            f"{s.ray_pods_ready}; upgrades whose second RayCluster the pool limit admitted: {s.ray_upgrades_admitted}")

@@ -55,6 +55,11 @@ class Stats:
     rollbacks: int = 0
     uninstalls: int = 0
     rejections_shown: int = 0
+    # KubeRay operator (test_cluster_kuberay.py)
+    rayservices_reconciled: int = 0
+    rayclusters_created: int = 0
+    ray_pods_ready: int = 0
+    ray_upgrades_admitted: int = 0
     helm_versions: set[str] = field(default_factory=set)
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -77,6 +82,14 @@ class Cluster:
     @property
     def apps(self) -> client.AppsV1Api:
         return client.AppsV1Api(self.api)
+
+    @property
+    def custom(self) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(self.api)
+
+    @property
+    def rbac(self) -> client.RbacAuthorizationV1Api:
+        return client.RbacAuthorizationV1Api(self.api)
 
     @property
     def dynamic(self) -> DynamicClient:
@@ -110,29 +123,57 @@ class Cluster:
 
     # --- CRDs -------------------------------------------------------------------------
     def install_crds(self, crd_dir: Path) -> list[str]:
+        names = list(self.apply_crds(crd_dir))
+        self.stats.crds_installed += len(names)
+        return names
+
+    def apply_crds(self, crd_dir: Path, only: Sequence[str] | None = None) -> dict[str, bool]:
+        """Create every CRD of crd_dir (or only those named), replacing one of the same name;
+        wait until all are Established. Returns {name: True if it replaced an existing one}."""
         ext = client.ApiextensionsV1Api(self.api)
-        names = []
+        done: dict[str, bool] = {}
         for f in sorted(crd_dir.iterdir()):
             if f.suffix not in (".yaml", ".yml"):
                 continue
             for doc in yaml.safe_load_all(f.read_text()):
                 if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
                     continue
-                ext.create_custom_resource_definition(body=doc)
-                names.append(doc["metadata"]["name"])
+                name = doc["metadata"]["name"]
+                if only is not None and name not in only:
+                    continue
+                try:
+                    current = ext.read_custom_resource_definition(name)
+                except ApiException as exc:
+                    if exc.status != 404:
+                        raise
+                    ext.create_custom_resource_definition(body=doc)
+                    done[name] = False
+                    continue
+                doc = {**doc, "metadata": {**doc["metadata"], "resourceVersion": current.metadata.resource_version}}
+                ext.replace_custom_resource_definition(name, body=doc)
+                done[name] = True
 
         def established() -> bool:
-            for n in names:
+            for n in done:
                 crd = ext.read_custom_resource_definition(n)
                 conds = {c.type: c.status for c in (crd.status.conditions or [])}
                 if conds.get("Established") != "True":
                     return False
             return True
 
-        wait_for(f"CRDs {names} to be Established", established, timeout=60)
+        wait_for(f"CRDs {list(done)} to be Established", established, timeout=60)
         self.invalidate_discovery()
-        self.stats.crds_installed += len(names)
-        return names
+        return done
+
+    def delete_crds(self, names: Sequence[str]) -> None:
+        ext = client.ApiextensionsV1Api(self.api)
+        for n in names:
+            try:
+                ext.delete_custom_resource_definition(n)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+        self.invalidate_discovery()
 
     # --- nodes ------------------------------------------------------------------------
     def create_nodes(self, shape: NodeShape, count: int) -> list[str]:
