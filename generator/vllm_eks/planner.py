@@ -33,6 +33,7 @@ def make_plan(req: PlanRequest) -> Plan:
     serve = serve_autoscaling(req, layout, seqs) if topology == "ray-serve" else None
     prefill, decode = phases(req, layout, engine) if topology == "disaggregated" else (None, None)
     pool = plan_pools(replicas=layout.replicas, serve_max=serve.max_replicas if serve else None,
+                      serve_min=serve.min_replicas if serve else 1,
                       phase_replicas=(prefill.replicas, decode.replicas) if prefill and decode else None,
                       nodes_per_replica=pp, gpus_per_pod=tp, gpus_per_node=dec.hw.gpus_per_node,
                       ephemeral_bytes=pod.ephemeral_storage_bytes, max_num_seqs=seqs,

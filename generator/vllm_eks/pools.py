@@ -39,10 +39,12 @@ EPHEMERAL_EVICTION_FRACTION = Decimal("0.10")
 
 def plan_pools(*, replicas: int, serve_max: int | None, phase_replicas: tuple[int, int] | None,
                nodes_per_replica: int, gpus_per_pod: int, gpus_per_node: int, ephemeral_bytes: int,
-               max_num_seqs: int, startup_seconds: int, local_nvme_bytes: int = 0) -> PoolPlan:
+               max_num_seqs: int, startup_seconds: int, local_nvme_bytes: int = 0,
+               serve_min: int = 1) -> PoolPlan:
     """The pool section of the Plan: the autoscaling range, the nodes and GPUs the NodePool
     must admit for it, the root volume and the queue alert, with their derivations.
-    `phase_replicas` is (prefill, decode) of a disaggregated deployment."""
+    `phase_replicas` is (prefill, decode) of a disaggregated deployment; `serve_min` is Ray
+    Serve's min_replicas (ray-serve), the copies a new RayCluster starts with."""
     d = Derivations()
     floor = max(1, replicas)
     if phase_replicas is not None:
@@ -56,18 +58,30 @@ def plan_pools(*, replicas: int, serve_max: int | None, phase_replicas: tuple[in
         why = (f"max(replicas {floor} + {KEDA_HEADROOM_REPLICAS}, {KEDA_GROWTH_FACTOR} x replicas): "
                "KEDA may double capacity under a queue")
     d.add("autoscaling_min_replicas / autoscaling_max_replicas", f"{floor}..{ceiling}", f"min = replicas; max = {why}")
-    if nodes_per_replica > 1 or gpus_per_pod >= gpus_per_node:
-        nodes = ceiling * nodes_per_replica
-    else:
-        nodes = math.ceil(ceiling / max(1, gpus_per_node // gpus_per_pod))
+    nodes = _nodes_for(ceiling, nodes_per_replica, gpus_per_pod, gpus_per_node)
     d.add("pool_nodes", str(nodes), f"{ceiling} replicas x {nodes_per_replica} node(s), sharing nodes when a pod "
           f"uses {gpus_per_pod} of {gpus_per_node} GPUs")
-    # One replica group of headroom: Karpenter launches a replacement node before it drains a
-    # drifted or expired one, and a surge pod needs room; at exactly the peak both would stall.
-    gpu_limit = (nodes + nodes_per_replica) * gpus_per_node
+    # Headroom above the peak. Deployment / LeaderWorkerSet: one replica group, because Karpenter
+    # launches a replacement node before it drains a drifted or expired one, and a surge pod needs
+    # room. Ray topologies: a RayService upgrade (upgradeStrategy NewCluster, which the chart sets)
+    # builds a whole second RayCluster beside the serving one and switches only when its Serve
+    # applications run, so the pool must admit that cluster's starting workers on top of the peak.
+    if phase_replicas is not None or serve_max is not None:
+        start = sum(phase_replicas) if phase_replicas is not None else max(1, serve_min)
+        extra = max(nodes_per_replica, _nodes_for(start, nodes_per_replica, gpus_per_pod, gpus_per_node))
+        what = "the upgrade's second RayCluster"
+        why_extra = (f"{start} starting model copies ({'every prefill and decode copy' if phase_replicas else 'Serve min_replicas'}) "
+                     f"-> {extra} node(s)")
+        note = ("KubeRay's NewCluster upgrade runs the new RayCluster beside the serving one until its Serve "
+                "applications are ready; without these GPUs the upgrade stays pending")
+    else:
+        extra = nodes_per_replica
+        what = "one replica group"
+        why_extra = f"{nodes_per_replica} node(s)"
+        note = "Karpenter counts whole nodes; the extra group lets a replacement node or a surge pod start"
+    gpu_limit = (nodes + extra) * gpus_per_node
     d.add("pool_gpu_limit", str(gpu_limit),
-          f"(pool nodes {nodes} + one replica group {nodes_per_replica}) x {gpus_per_node} GPUs",
-          "Karpenter counts whole nodes; the extra group lets a replacement node or a surge pod start")
+          f"(pool nodes {nodes} + {what}: {why_extra}) x {gpus_per_node} GPUs", note)
     policy, root, (iops, throughput) = _root_volume(d, ephemeral_bytes * _pods_per_node(
         nodes_per_replica, gpus_per_pod, gpus_per_node), ephemeral_bytes, local_nvme_bytes)
     queue = max(2 * KEDA_QUEUE_TARGET, math.ceil(max_num_seqs / 4))
@@ -81,6 +95,11 @@ def plan_pools(*, replicas: int, serve_max: int | None, phase_replicas: tuple[in
                     pool_gpu_limit=gpu_limit, root_volume_bytes=root, instance_store_policy=policy,
                     root_volume_iops=iops, root_volume_throughput_mib_s=throughput, queue_alert_threshold=queue,
                     scale_up_period_seconds=period, derivations=d.items)
+
+
+def _nodes_for(replicas: int, nodes_per_replica: int, gpus_per_pod: int, gpus_per_node: int) -> int:
+    """Nodes that `replicas` model copies occupy (pods share a node when each uses part of it)."""
+    return math.ceil(replicas * nodes_per_replica / _pods_per_node(nodes_per_replica, gpus_per_pod, gpus_per_node))
 
 
 def _pods_per_node(nodes_per_replica: int, gpus_per_pod: int, gpus_per_node: int) -> int:

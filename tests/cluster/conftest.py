@@ -105,3 +105,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # no
         tr.write_line(f"KEDA {v['KEDA_VERSION']}: its CRDs {t.get('keda_crds_s', 0):.1f}s, operator start {t.get('keda_start_s', 0):.1f}s; "
                       f"adapter {t.get('keda_adapter_s', 0):.1f}s; ScaledObjects turned into the Plan's HPA: {s.keda_hpas}; "
                       f"HPA rescales from Prometheus through the external metrics API: {s.keda_rescales}")
+    if s.rayservices_reconciled:
+        tr.write_line(
+            f"KubeRay operator {v['KUBERAY_VERSION']} (started in {t.get('kuberay_s', 0):.1f}s): RayServices reconciled: "
+            f"{s.rayservices_reconciled}; RayClusters created: {s.rayclusters_created}; Ray pods Ready on kwok nodes: "
+            f"{s.ray_pods_ready}; upgrades whose second RayCluster the pool limit admitted: {s.ray_upgrades_admitted}")

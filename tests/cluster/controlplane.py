@@ -1,5 +1,6 @@
 """A throw-away Kubernetes control plane on loopback: etcd, kube-apiserver,
-kube-controller-manager, kube-scheduler and the kwok controller, each a child process.
+kube-controller-manager, kube-scheduler and the kwok controller, each a child process, plus
+optional components a test module starts and stops itself (the KubeRay operator).
 
 The binaries come from `make cluster-tools` (tools/cluster/build.sh). Flags follow what
 controller-runtime's envtest and kwokctl's binary runtime pass (docs/cluster-tier.md cites them).
@@ -25,6 +26,7 @@ import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubectl")
+KUBERAY_OPERATOR = "ray-operator"
 _TOKEN_USER = "vllm-eks-admin"
 
 
@@ -71,6 +73,19 @@ def issue_cert(d: Path, name: str, cn: str, sans: str = "", ca: str = "ca") -> N
     ]
     for cmd in steps:
         subprocess.run(["openssl", *cmd], cwd=d, check=True, capture_output=True)
+
+
+def kuberay_crd_dir() -> Path:
+    """The KubeRay operator's own CRDs (build.sh copies them from the pinned module)."""
+    return bin_dir().parent / "kuberay-crds"
+
+
+def missing_kuberay() -> list[str]:
+    missing = [] if os.access(bin_dir() / KUBERAY_OPERATOR, os.X_OK) else [KUBERAY_OPERATOR]
+    version = kuberay_crd_dir() / "VERSION"
+    if not version.is_file() or version.read_text().strip() != pinned_versions()["KUBERAY_VERSION"]:
+        missing.append(f"kuberay-crds {pinned_versions()['KUBERAY_VERSION']}")
+    return missing
 
 
 def _free_port() -> int:
@@ -302,6 +317,40 @@ class ControlPlane:
             f"--config={self.bins.parent / 'kwok-stages.yaml'}",
         ])
         self._wait("kwok", lambda: self._get(f"http://127.0.0.1:{self.ports['kwok']}/healthz")[0] == 200, 60)
+
+    # --- optional components --------------------------------------------------------
+    def start_kuberay_operator(self) -> float:
+        """The KubeRay operator (leader election off, metrics and probes on free loopback ports);
+        returns its start time in seconds (until /readyz answers)."""
+        t0 = time.monotonic()
+        probe = self.ports["ray-operator-probe"] = _free_port()
+        self.ports["ray-operator-metrics"] = _free_port()
+        self._spawn(KUBERAY_OPERATOR, [
+            f"--kubeconfig={self.kubeconfig}",
+            "--enable-leader-election=false",
+            f"--metrics-addr=127.0.0.1:{self.ports['ray-operator-metrics']}",
+            f"--health-probe-bind-address=127.0.0.1:{probe}",
+            "--log-stdout-encoder=console",
+        ])
+        self._wait(KUBERAY_OPERATOR, lambda: self._get(f"http://127.0.0.1:{probe}/readyz")[0] == 200, 60)
+        return time.monotonic() - t0
+
+    def stop_component(self, name: str) -> None:
+        """Stop one component's process group: SIGTERM, then SIGKILL after 10 s."""
+        proc = self.procs.get(name)
+        if proc is None:
+            return
+        for sig, grace in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+            if proc.poll() is not None:
+                break
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                continue
 
     def stop(self) -> None:
         """Stop in reverse start order (clients before etcd), each process group in turn."""

@@ -65,6 +65,11 @@ class Stats:
     rollbacks: int = 0
     uninstalls: int = 0
     rejections_shown: int = 0
+    # KubeRay operator (test_cluster_kuberay.py)
+    rayservices_reconciled: int = 0
+    rayclusters_created: int = 0
+    ray_pods_ready: int = 0
+    ray_upgrades_admitted: int = 0
     helm_versions: set[str] = field(default_factory=set)
     keda_hpas: int = 0
     keda_rescales: int = 0
@@ -89,6 +94,14 @@ class Cluster:
     @property
     def apps(self) -> client.AppsV1Api:
         return client.AppsV1Api(self.api)
+
+    @property
+    def custom(self) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(self.api)
+
+    @property
+    def rbac(self) -> client.RbacAuthorizationV1Api:
+        return client.RbacAuthorizationV1Api(self.api)
 
     @property
     def dynamic(self) -> DynamicClient:
@@ -125,25 +138,56 @@ class Cluster:
         return self.install_crd_objects(crd_documents(crd_dir))
 
     def install_crd_objects(self, crds: Sequence[dict[str, Any]]) -> list[str]:
-        """Create the CRDs and wait until every one is Established."""
+        """Create the CRDs (replacing any of the same name) and wait until each is Established."""
+        names = list(self.apply_crd_objects(crds))
+        self.stats.crds_installed += len(names)
+        return names
+
+    def apply_crds(self, crd_dir: Path, only: Sequence[str] | None = None) -> dict[str, bool]:
+        """apply_crd_objects for every CRD of crd_dir (or only those named)."""
+        docs = crd_documents(crd_dir)
+        return self.apply_crd_objects([d for d in docs if only is None or d["metadata"]["name"] in only])
+
+    def apply_crd_objects(self, crds: Sequence[dict[str, Any]]) -> dict[str, bool]:
+        """Create each CRD, replacing one of the same name; wait until all are Established.
+        Returns {name: True if it replaced an existing one}."""
         ext = client.ApiextensionsV1Api(self.api)
-        names = []
+        done: dict[str, bool] = {}
         for doc in crds:
-            ext.create_custom_resource_definition(body=doc)
-            names.append(doc["metadata"]["name"])
+            name = doc["metadata"]["name"]
+            try:
+                current = ext.read_custom_resource_definition(name)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+                ext.create_custom_resource_definition(body=doc)
+                done[name] = False
+                continue
+            doc = {**doc, "metadata": {**doc["metadata"], "resourceVersion": current.metadata.resource_version}}
+            ext.replace_custom_resource_definition(name, body=doc)
+            done[name] = True
 
         def established() -> bool:
-            for n in names:
+            for n in done:
                 crd = ext.read_custom_resource_definition(n)
                 conds = {c.type: c.status for c in (crd.status.conditions or [])}
                 if conds.get("Established") != "True":
                     return False
             return True
 
-        wait_for(f"CRDs {names} to be Established", established, timeout=60)
+        wait_for(f"CRDs {list(done)} to be Established", established, timeout=60)
         self.invalidate_discovery()
-        self.stats.crds_installed += len(names)
-        return names
+        return done
+
+    def delete_crds(self, names: Sequence[str]) -> None:
+        ext = client.ApiextensionsV1Api(self.api)
+        for n in names:
+            try:
+                ext.delete_custom_resource_definition(n)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+        self.invalidate_discovery()
 
     # --- nodes ------------------------------------------------------------------------
     def create_nodes(self, shape: NodeShape, count: int) -> list[str]:

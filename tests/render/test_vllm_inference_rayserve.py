@@ -141,3 +141,36 @@ def test_committed_rayservice_scenario_exists() -> None:
     names = [p.parent.name for p in (ROOT / "values").glob("*/plan.json")
              if json.loads(p.read_text())["topology"] == "ray-serve"]
     assert "llama-3.1-70b-g6e-12xlarge-rayservice" in names
+
+
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def test_only_the_autoscaler_gets_the_api_token() -> None:
+    """KubeRay's autoscaler sidecar (enableInTreeAutoscaling) calls the API server under the
+    head's ServiceAccount. The pod keeps automountServiceAccountToken off; the autoscaler alone
+    mounts the token, CA and namespace; the Ray head container and the workers have none."""
+    rs = rayservice(helm.render(CHART, [CI], namespace=NAMESPACE))
+    cluster = rs["spec"]["rayClusterConfig"]
+    assert cluster["enableInTreeAutoscaling"] is True
+    head, groups = head_and_groups(rs)
+    spec = head["template"]["spec"]
+    assert spec["automountServiceAccountToken"] is False and spec["serviceAccountName"]
+    (mount,) = [m for m in cluster["autoscalerOptions"].get("volumeMounts", []) if m["mountPath"] == SA_DIR]
+    assert mount["readOnly"] is True
+    (vol,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+    sources = vol["projected"]["sources"]
+    assert {"path": "token", "expirationSeconds": 3607} == sources[0]["serviceAccountToken"]
+    assert sources[1]["configMap"]["name"] == "kube-root-ca.crt"
+    assert sources[2]["downwardAPI"]["items"][0]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    containers = spec["containers"] + [c for g in groups for c in g["template"]["spec"]["containers"]]
+    assert not [c["name"] for c in containers if any(m["mountPath"] == SA_DIR for m in c.get("volumeMounts", []))]
+    assert all(g["template"]["spec"]["automountServiceAccountToken"] is False for g in groups)
+
+
+@pytest.mark.parametrize("values", ["08-ray-serve-values.yaml", "09-disaggregated-values.yaml"])
+def test_upgrade_strategy_is_explicit(values: str) -> None:
+    """The Plan's pool GPU limit admits KubeRay's NewCluster upgrade (a second RayCluster); the
+    chart says so instead of depending on the operator's ENABLE_ZERO_DOWNTIME default."""
+    rs = rayservice(helm.render(CHART, [CHART / "ci" / values], namespace=NAMESPACE))
+    assert rs["spec"]["upgradeStrategy"] == {"type": "NewCluster"}

@@ -101,13 +101,31 @@ def _root_volume_change(old, new, old_plan, new_plan) -> bool:
             and old == math.ceil((base + new_plan["ephemeral_storage_bytes"]) / step) * step)
 
 
+def _ray_upgrade_limit_change(old, new, old_plan, new_plan) -> bool:
+    """Ray topologies: the pool GPU limit admits the RayService upgrade's second RayCluster
+    (issue 13, KubeRay defect 2): peak nodes plus the nodes the new cluster starts with, instead
+    of peak plus one replica group. Other topologies keep the old limit."""
+    p = new_plan
+    if p["topology"] == "disaggregated":
+        start = p["prefill"]["replicas"] + p["decode"]["replicas"]
+    elif p["topology"] == "ray-serve":
+        start = p["serve_autoscaling"]["min_replicas"]
+    else:
+        return False
+    shape = (p["nodes_per_replica"], p["gpus_per_pod"], p["gpus_per_node"])
+    extra = max(p["nodes_per_replica"], pools._nodes_for(start, *shape))
+    return (old == (p["pool_nodes"] + p["nodes_per_replica"]) * p["gpus_per_node"]
+            and new == (p["pool_nodes"] + extra) * p["gpus_per_node"])
+
+
 # Derivation lines added by defects 6 and 7, and the lines whose value follows the changed keys.
 # Defect 10 added the block_size line (the attention backend's rule).
 _NEW_DERIVATIONS = {"daemonset_reserve_cpu_millicores", "daemonset_reserve_memory_bytes", "instance_store_policy",
                     "block_size"}
 _FOLLOWING = {"cpu_request_millicores": lambda p: f"{p['cpu_request_millicores']}m",
               "memory_request_bytes": lambda p: gib(p["memory_request_bytes"]),
-              "root_volume_bytes": lambda p: gib(p["root_volume_bytes"])}
+              "root_volume_bytes": lambda p: gib(p["root_volume_bytes"]),
+              "pool_gpu_limit": lambda p: str(p["pool_gpu_limit"])}
 
 
 def _same_derivations(old, new, old_plan, new_plan) -> bool:
@@ -131,6 +149,7 @@ CHANGED = {
     "plan.cpu_request_millicores": _cpu_request_change,
     "plan.memory_request_bytes": _memory_request_change,
     "plan.root_volume_bytes": _root_volume_change,
+    "plan.pool_gpu_limit": _ray_upgrade_limit_change,
 }
 
 

@@ -30,7 +30,29 @@ def test_ray_serve_and_disaggregated_peaks():
     assert (ray.autoscaling_max_replicas, ray.pool_gpu_limit) == (4, 5)
     dis = plan_pools(replicas=3, serve_max=None, phase_replicas=(2, 3), nodes_per_replica=1, gpus_per_pod=1, gpus_per_node=1, ephemeral_bytes=0,
                         max_num_seqs=64, startup_seconds=300)
-    assert (dis.autoscaling_max_replicas, dis.pool_gpu_limit) == (5, 6)
+    # peak 5 copies, plus the upgrade's second RayCluster starting all 5 again
+    assert (dis.autoscaling_max_replicas, dis.pool_gpu_limit) == (5, 10)
+
+
+def test_ray_upgrade_second_cluster_fits_the_pool_limit():
+    # A RayService upgrade (NewCluster) runs a new RayCluster beside the serving one: the pool
+    # must admit the serving peak plus the new cluster's starting workers.
+    dis = make_plan(PlanRequest(model="qwen3-8b", instance="g6.8xlarge", topology="disaggregated",
+                                max_model_len=4096))
+    serving = (dis.prefill.replicas + dis.decode.replicas) * dis.layout.gpus_per_pod
+    assert dis.node.gpus_per_node == 1 and serving == 2
+    assert dis.pool.pool_gpu_limit == 2 * serving == 4      # was 3: one GPU short of the second cluster
+    why = next(x for x in dis.pool.derivations if x.key == "pool_gpu_limit")
+    assert "second RayCluster" in why.formula and "every prefill and decode copy" in why.formula
+
+    ray = make_plan(PlanRequest(model="llama-3.1-70b-instruct", instance="g6e.12xlarge", topology="ray-serve",
+                                replicas=3))
+    s = ray.serve_autoscaling
+    gpus = ray.node.gpus_per_node
+    peak = s.max_worker_pods * ray.layout.gpus_per_pod
+    start = s.min_worker_pods * ray.layout.gpus_per_pod
+    assert ray.pool.pool_gpu_limit >= peak + start
+    assert ray.pool.pool_gpu_limit == (ray.pool.pool_nodes + s.min_worker_pods) * gpus
 
 
 def test_root_volume_and_thresholds():

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build the cluster tier's binaries from their Go modules into $CLUSTER_BIN (default
 # .tools/cluster/bin): kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd,
-# kwok, kwokctl, KEDA's operator and metrics adapter (and the LeaderWorkerSet controller when its
-# module version is reachable).
+# kwok, kwokctl, KEDA's operator and metrics adapter, the KubeRay operator (ray-operator) and,
+# when its module version is reachable, the LeaderWorkerSet controller.
 #
 # Each binary is reused when a stamp file records the same version and build inputs; a binary
 # already on PATH is linked instead of built when its `--version` reports the pinned version.
@@ -114,7 +114,8 @@ build_one() {
   summary+=("$name $ver: built in ${dt}s")
 }
 
-want_all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl keda-operator keda-adapter)
+want_all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl keda-operator keda-adapter
+          ray-operator)
 
 # KEDA is built in its own module's source tree (the proxy's zip, unpacked in GOMODCACHE), with
 # its own go.mod/go.sum and -mod=readonly: its replace block (k8s.io/* v0.35.x, controller-runtime,
@@ -130,6 +131,7 @@ names=("$@")
 [[ ${#names[@]} -gt 0 ]] || names=("${want_all[@]}")
 
 k8s_flags=""
+want_kuberay_crds=""
 total0=$SECONDS
 for name in "${names[@]}"; do
   case "$name" in
@@ -151,6 +153,12 @@ for name in "${names[@]}"; do
         "-s -w -X github.com/kedacore/keda/v2/version.Version=${KEDA_VERSION#v}" "$CONTROLLER_GCFLAGS" ;;
     lws)
       build_one lws lws sigs.k8s.io/lws/cmd "$LWS_VERSION" "-s -w" ;;
+    ray-operator)
+      # The operator's version is a constant (controllers/ray/utils KUBERAY_VERSION), nothing to
+      # inject. Its main package is the module root.
+      build_one ray-operator kuberay github.com/ray-project/kuberay/ray-operator "$KUBERAY_VERSION" "-s -w" \
+        "$CONTROLLER_GCFLAGS"
+      want_kuberay_crds=1 ;;
     *) echo "unknown binary '$name'; known: ${want_all[*]} lws" >&2; exit 2 ;;
   esac
 done
@@ -185,6 +193,20 @@ if [[ -n "${kdir_keda:-}" ]]; then
     echo "$KEDA_VERSION" > "$kcrds/VERSION"
     summary+=("keda CRDs: $kcrds")
   fi
+fi
+
+# The operator runs against its own CRDs (a v1.5.0 operator with v1.7.0 CRDs is not what users
+# run): copy them from the pinned module's config/crd/bases into .tools/cluster/kuberay-crds.
+crds="$out/../kuberay-crds"
+if [[ -n "$want_kuberay_crds" && "$(cat "$crds/VERSION" 2>/dev/null)" != "$KUBERAY_VERSION" ]]; then
+  kdir="$(cd "$here/kuberay" && go mod download -json "github.com/ray-project/kuberay/ray-operator@$KUBERAY_VERSION" |
+    sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
+  rm -rf "$crds.tmp" && mkdir -p "$crds.tmp"
+  cp "$kdir"/config/crd/bases/ray.io_*.yaml "$crds.tmp/"
+  chmod u+w "$crds.tmp"/*
+  echo "$KUBERAY_VERSION" > "$crds.tmp/VERSION"
+  rm -rf "$crds" && mv "$crds.tmp" "$crds"
+  summary+=("kuberay CRDs $KUBERAY_VERSION: $crds")
 fi
 
 echo "cluster tools in $out (total $((SECONDS - total0))s):"

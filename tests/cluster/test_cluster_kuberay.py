@@ -1,0 +1,258 @@
+"""The KubeRay operator (v1.5.0, built by `make cluster-tools`) on the tier's control plane, for
+every committed RayService scenario (ray-serve, disaggregated): it turns the RayService into a
+RayCluster whose head and workers are scheduled and Ready on kwok nodes of the right pools; the
+autoscaler sidecar (ray-serve) holds the ServiceAccount token and nothing else does; changing the
+cluster config (`helm upgrade` with another Ray image tag) makes it build the second RayCluster
+the NewCluster upgrade needs, and the gpu-infra pool's GPU limit admits its pods.
+
+kwok runs no container, so no Ray process answers the operator: Serve never reports RUNNING and
+the operator never promotes a cluster to active on its own. The test does that one step itself
+(the status change `reconcilePromotionAndServingStatus` makes once Serve is healthy) before the
+upgrade; docs/cluster-tier.md lists what stays untested.
+
+The module swaps the pinned v1.7.0 ray.io CRDs for the operator's own v1.5.0 ones while it runs
+and restores them afterwards, so the other tests keep validating against v1.7.0."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.cluster import scenarios
+from tests.cluster.conftest import _crd_dir
+from tests.cluster.controlplane import KUBERAY_OPERATOR, kuberay_crd_dir, missing_kuberay
+from tests.cluster.flows import WAIT, cleanup, ready_pods
+from tests.cluster.kube import Cluster, wait_for
+from tests.cluster.nodes import DEFAULT_ZONE, NodeShape
+from tests.cluster.shapes import RELEASES, pod_groups, render_scenario_chart, scenario_shapes, shape_for
+from tests.harness import chart_contract
+from vllm_eks import contract
+
+pytestmark = pytest.mark.cluster
+
+HELM = "helm4"
+RAY = ("ray.io", "v1")
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+RAY_TOPOLOGIES = ("ray-serve", "disaggregated")
+SCENARIOS = [s for s in scenarios.discover() if (s.plan or {}).get("topology") in RAY_TOPOLOGIES]
+
+
+def test_there_are_rayservice_scenarios() -> None:
+    assert SCENARIOS, f"no committed scenario has topology {RAY_TOPOLOGIES} (run `make values`)"
+    assert {s.plan["topology"] for s in SCENARIOS} == set(RAY_TOPOLOGIES)
+
+
+@pytest.fixture(scope="module")
+def kuberay(cluster: Cluster) -> Iterator[Cluster]:
+    missing = missing_kuberay()
+    if missing:
+        pytest.fail(f"KubeRay operator missing: {', '.join(missing)}; run `make cluster-tools` "
+                    "(tools/cluster/build.sh builds it from github.com/ray-project/kuberay/ray-operator)",
+                    pytrace=False)
+    swapped = cluster.apply_crds(kuberay_crd_dir())
+    try:
+        cluster.stats.timings["kuberay_s"] = cluster.plane.start_kuberay_operator()
+        yield cluster
+    finally:
+        cluster.plane.stop_component(KUBERAY_OPERATOR)
+        cluster.delete_crds([n for n, replaced in swapped.items() if not replaced])
+        cluster.apply_crds(_crd_dir(), only=[n for n, replaced in swapped.items() if replaced])
+
+
+def operator_log(c: Cluster) -> str:
+    """The operator's last log records, without the Go stack frames it prints under errors."""
+    lines = [ln for ln in c.plane.log_tail(KUBERAY_OPERATOR, 400).splitlines()
+             if ln and not ln.startswith(("\t", "sigs.k8s.io/", "github.com/", "k8s.io/"))]
+    return f"\n--- {KUBERAY_OPERATOR} log (last records) ---\n" + "\n".join(lines[-15:])
+
+
+def pruned(rendered: Any, stored: Any, path: str = "") -> list[str]:
+    """Paths of `rendered` missing from `stored`: what the operator's CRD schema dropped."""
+    if isinstance(rendered, dict):
+        if not isinstance(stored, dict):
+            return [path or "/"]
+        return [m for k, v in rendered.items()
+                for m in ([f"{path}.{k}"] if k not in stored else pruned(v, stored[k], f"{path}.{k}"))]
+    if isinstance(rendered, list) and isinstance(stored, list) and len(rendered) == len(stored):
+        return [m for i, (a, b) in enumerate(zip(rendered, stored)) for m in pruned(a, b, f"{path}[{i}]")]
+    return []
+
+
+def head_node_shape() -> NodeShape:
+    """A general-purpose on-demand node (no GPU, no taint) for the Ray head, which stays off the
+    GPU pool; sized like an m6i.2xlarge after the kubelet's reserve."""
+    labels = {"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux", contract.ZONE_LABEL: DEFAULT_ZONE,
+              contract.CAPACITY_TYPE_LABEL: "on-demand", contract.INSTANCE_TYPE_LABEL: "m6i.2xlarge"}
+    res = {"cpu": "7910m", "memory": "29Gi", "pods": "58", "ephemeral-storage": "80Gi"}
+    return NodeShape("general", "m6i.2xlarge", labels, [], res, dict(res), "general-purpose node for the Ray head")
+
+
+def gpu_limit(infra: list[dict[str, Any]], pool: str) -> int:
+    (np,) = [o for o in infra if o["kind"] == "NodePool" and o["metadata"]["name"] == pool]
+    return int(np["spec"]["limits"][contract.GPU_RESOURCE])
+
+
+def rayclusters(c: Cluster, ns: str) -> list[dict[str, Any]]:
+    return c.custom.list_namespaced_custom_object(*RAY, ns, "rayclusters")["items"]
+
+
+def cluster_pods(c: Cluster, ns: str, name: str) -> list[client.V1Pod]:
+    return ready_pods(c, ns, f"ray.io/cluster={name}")
+
+
+def expected_pods(rc: dict[str, Any]) -> int:
+    return 1 + sum(int(g.get("replicas", 0)) * int(g.get("numOfHosts", 1)) for g in rc["spec"]["workerGroupSpecs"])
+
+
+def wait_cluster_ready(c: Cluster, ns: str, name: str) -> list[client.V1Pod]:
+    rc = c.custom.get_namespaced_custom_object(*RAY, ns, "rayclusters", name)
+    want = expected_pods(rc)
+    try:
+        return wait_for(f"RayCluster {name}: {want} pods Ready",
+                        lambda: (lambda ps: ps if len(ps) == want else None)(cluster_pods(c, ns, name)), timeout=120)
+    except AssertionError as exc:
+        pending = [f"{p.metadata.name}: {c.scheduler_reason(p)}" for p in c.pods(ns, f"ray.io/cluster={name}")
+                   if p.status.phase == "Pending"]
+        raise AssertionError(f"{exc}\nPending: {pending}{operator_log(c)}") from None
+
+
+def gpus(pod: client.V1Pod) -> int:
+    return sum(int((ct.resources.limits or {}).get(contract.GPU_RESOURCE, 0)) for ct in pod.spec.containers)
+
+
+def mounts_token(container: client.V1Container) -> bool:
+    return any(m.mount_path == SA_DIR for m in container.volume_mounts or [])
+
+
+def check_placement(c: Cluster, pods: list[client.V1Pod], head_nodes: list[str], pool_nodes: dict[str, list[str]]) -> None:
+    label = chart_contract.rendered().pool_label
+    for p in pods:
+        kind = p.metadata.labels.get("ray.io/node-type")
+        node = p.spec.node_name
+        if kind == "head":
+            assert node in head_nodes, f"head {p.metadata.name} on {node}, not on the general-purpose node"
+            continue
+        pool = p.spec.node_selector.get(label)
+        assert pool and node in pool_nodes.get(pool, []), (
+            f"worker {p.metadata.name} (pool {pool}) runs on {node}, not on that pool's nodes")
+
+
+def check_token_and_rbac(c: Cluster, ns: str, rc_name: str, pods: list[client.V1Pod], autoscaling: bool) -> None:
+    """Defect 1: the autoscaler (head sidecar) has the ServiceAccount token, and the Role /
+    RoleBinding KubeRay made for it bind our ServiceAccount; no other container has a token."""
+    (head,) = [p for p in pods if p.metadata.labels.get("ray.io/node-type") == "head"]
+    names = [ct.name for ct in head.spec.containers]
+    with_token = sorted(f"{p.metadata.name}/{ct.name}" for p in pods for ct in p.spec.containers if mounts_token(ct))
+    if not autoscaling:
+        assert "autoscaler" not in names and not with_token, f"containers with a token: {with_token}"
+        return
+    assert "autoscaler" in names, f"head containers {names}: KubeRay added no autoscaler{operator_log(c)}"
+    assert with_token == [f"{head.metadata.name}/autoscaler"], f"containers with a token: {with_token}"
+    assert head.spec.automount_service_account_token is False
+    sa = head.spec.service_account_name
+    rb = c.rbac.read_namespaced_role_binding(rc_name, ns)
+    assert [(s.kind, s.name) for s in rb.subjects] == [("ServiceAccount", sa)], rb.subjects
+    for verb, resource, group in (("patch", "pods", ""), ("list", "pods", ""), ("patch", "rayclusters", "ray.io")):
+        review = client.V1SubjectAccessReview(spec=client.V1SubjectAccessReviewSpec(
+            user=f"system:serviceaccount:{ns}:{sa}",
+            groups=["system:serviceaccounts", f"system:serviceaccounts:{ns}"],
+            resource_attributes=client.V1ResourceAttributes(namespace=ns, verb=verb, resource=resource, group=group)))
+        allowed = client.AuthorizationV1Api(c.api).create_subject_access_review(review).status.allowed
+        assert allowed, f"ServiceAccount {sa} may not {verb} {resource}: the autoscaler could not scale"
+
+
+def promote(c: Cluster, ns: str, rs_name: str, rc_name: str) -> None:
+    """What the operator does once the pending cluster's Serve applications run (kwok has no Ray):
+    the pending cluster becomes the active one."""
+    rs = c.custom.get_namespaced_custom_object(*RAY, ns, "rayservices", rs_name)
+    status = rs.get("status") or {}
+    assert (status.get("pendingServiceStatus") or {}).get("rayClusterName") == rc_name, status
+    # A merge patch (the client sends dict bodies as one); null removes the pending status.
+    c.custom.patch_namespaced_custom_object_status(*RAY, ns, "rayservices", rs_name, {"status": {
+        "activeServiceStatus": {"rayClusterName": rc_name}, "pendingServiceStatus": None}})
+
+
+@pytest.mark.parametrize("index", range(len(SCENARIOS)), ids=[s.name for s in SCENARIOS])
+def test_operator_reconciles_rayservice(kuberay: Cluster, gpu_nodes, index: int) -> None:
+    c = kuberay
+    scenario = SCENARIOS[index]
+    ns = scenario.namespace + "-kuberay"
+    topology = scenario.plan["topology"]
+    infra = render_scenario_chart(scenario, "gpu-infra", ns)
+    (rs_obj,) = [o for o in render_scenario_chart(scenario, "vllm-inference", ns) if o["kind"] == "RayService"]
+    rs_name = rs_obj["metadata"]["name"]
+    groups = [g for g in pod_groups([rs_obj]) if g.pool]
+    shapes = scenario_shapes(scenario)
+
+    # Nodes: Karpenter could launch the pool up to its GPU limit; the head gets a general node.
+    head_nodes = gpu_nodes(head_node_shape(), 1)
+    pool_nodes: dict[str, list[str]] = {}
+    limits: dict[str, int] = {}
+    for pool in sorted({g.pool for g in groups}):
+        shape = shape_for(next(g for g in groups if g.pool == pool), shapes)
+        limits[pool] = gpu_limit(infra, pool)
+        per_node = int(shape.allocatable[contract.GPU_RESOURCE])
+        pool_nodes[pool] = gpu_nodes(shape, limits[pool] // per_node)
+
+    c.ensure_namespace(ns)
+    base = ["--namespace", ns]
+    try:
+        # No --wait for vllm-inference: Helm 4 waits by kstatus, which reads the RayService's
+        # Ready condition, and that needs a Serve application (never on kwok).
+        for chart, wait in (("gpu-infra", ["--wait", "--timeout", WAIT]), ("vllm-inference", [])):
+            c.helm(HELM, ["install", RELEASES[chart], str(scenarios.chart_dir(chart)), *base,
+                          "--values", str(scenario.values(chart)), *wait])
+        c.stats.scenarios_installed.add(scenario.name)
+        # The chart sets nothing the v1.5.0 CRD lacks (the render tier checks against v1.7.0).
+        stored = c.custom.get_namespaced_custom_object(*RAY, ns, "rayservices", rs_name)
+        assert not pruned(rs_obj["spec"], stored["spec"]), "fields the KubeRay v1.5.0 CRD pruned"
+
+        # 1. The operator builds one RayCluster; head and workers Ready on the right nodes.
+        (first,) = wait_for("the operator to create a RayCluster", lambda: rayclusters(c, ns), timeout=60)
+        first_name = first["metadata"]["name"]
+        c.stats.rayservices_reconciled += 1
+        c.stats.rayclusters_created += 1
+        pods = wait_cluster_ready(c, ns, first_name)
+        check_placement(c, pods, head_nodes, pool_nodes)
+        check_token_and_rbac(c, ns, first_name, pods, autoscaling=topology == "ray-serve")
+        c.stats.ray_pods_ready += len(pods)
+
+        # 2. Serving: active cluster at its peak (ray-serve: the autoscaler's maxReplicas).
+        promote(c, ns, rs_name, first_name)
+        if topology == "ray-serve":
+            spec = first["spec"]["workerGroupSpecs"]
+            for g in spec:
+                g["replicas"] = g["maxReplicas"]
+            c.custom.patch_namespaced_custom_object(*RAY, ns, "rayclusters", first_name,
+                                                    {"spec": {"workerGroupSpecs": spec}})
+            pods = wait_cluster_ready(c, ns, first_name)
+
+        # 3. Upgrade: another Ray image tag changes the cluster config; the operator builds a
+        # second RayCluster beside the active one and its pods must fit the pool limit.
+        c.helm(HELM, ["upgrade", RELEASES["vllm-inference"], str(scenarios.chart_dir("vllm-inference")), *base,
+                      "--values", str(scenario.values("vllm-inference")), "--set", "ray.image.tag=upgrade-check"])
+        c.stats.upgrades += 1
+        second = wait_for("the operator to create the upgrade's second RayCluster",
+                          lambda: [r for r in rayclusters(c, ns) if r["metadata"]["name"] != first_name], timeout=90)
+        (second,) = second
+        c.stats.rayclusters_created += 1
+        new_pods = wait_cluster_ready(c, ns, second["metadata"]["name"])
+        assert all(ct.image.endswith(":upgrade-check") for p in new_pods for ct in p.spec.containers
+                   if ct.name != "autoscaler")
+        old_pods = cluster_pods(c, ns, first_name)
+        assert len(old_pods) == len(pods), "the active cluster must keep serving during the upgrade"
+        check_placement(c, new_pods, head_nodes, pool_nodes)
+        check_token_and_rbac(c, ns, second["metadata"]["name"], new_pods, autoscaling=topology == "ray-serve")
+        used = sum(gpus(p) for p in old_pods + new_pods)
+        assert used <= sum(limits.values()), f"{used} GPUs in use exceeds the pool limit {limits}"
+        print(f"{scenario.name}: RayClusters {first_name} (active, {len(old_pods)} pods) and "
+              f"{second['metadata']['name']} (upgrade, {len(new_pods)} pods) Ready together: "
+              f"{used} GPUs of the pool limit {limits}")
+        c.stats.ray_pods_ready += len(new_pods)
+        c.stats.ray_upgrades_admitted += 1
+        c.stats.pods_scheduled += len(old_pods) + len(new_pods)
+    finally:
+        cleanup(c, HELM, ns)
