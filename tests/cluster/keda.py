@@ -153,3 +153,19 @@ def start_adapter(cluster: Cluster, grpc_port: int) -> int:
     plane._wait(ADAPTER, available, 120)
     cluster.invalidate_discovery()
     return port
+
+
+def stop_adapter(cluster: Cluster) -> None:
+    """Unregister the external metrics API, then stop the adapter. An APIService whose backend
+    is gone makes discovery fail for every later client (helm, the dynamic client), so the
+    registration must go with the process."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    try:
+        client.ApiregistrationV1Api(cluster.api).delete_api_service(APISERVICE)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+    cluster.plane.stop_component(ADAPTER)
+    cluster.invalidate_discovery()

@@ -246,7 +246,7 @@ def keda_adapter(keda_operator: Cluster) -> Iterator[Cluster]:
     try:
         yield keda_operator
     finally:
-        keda_operator.plane.stop_component(keda.ADAPTER)
+        keda.stop_adapter(keda_operator)
 
 
 def test_queue_in_prometheus_scales_the_deployment(keda_adapter: Cluster, tmp_path: Path) -> None:
