@@ -45,6 +45,9 @@ class StageBudget:
     over: overheads.Overheads
     available: int
     layout: kvcache.KVLayout
+    # What a pinned KV cache (--kv-cache-memory-bytes) may take on this stage's GPUs: the whole
+    # GPU minus weights and overheads; vLLM skips the utilization-based profile then.
+    pin_room: int = 0
 
 
 @dataclass(frozen=True)
@@ -78,15 +81,15 @@ def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings) -> Budget
     for stage, layers in enumerate(weights.layer_ranges(a.num_layers, s.pp)):
         w = weights.stage_bytes(a, prec, s.tp, s.pp, stage)
         over = overheads.estimate(a, s.tp, s.pp, len(layers), s.max_num_batched_tokens, s.max_num_seqs, p.dtype_bytes)
+        pin_room = hw.gpu_memory_bytes - w - over.total
         if s.kv_cache_memory_bytes is not None:
             # vLLM allocates the pinned KV cache beside the weights without profiling: a pin
             # larger than what the weights and overheads leave of the GPU cannot be allocated.
-            room = hw.gpu_memory_bytes - w - over.activation_peak - over.non_torch - over.cudagraph
-            available = s.kv_cache_memory_bytes if s.kv_cache_memory_bytes <= room else 0
+            available = s.kv_cache_memory_bytes if s.kv_cache_memory_bytes <= pin_room else 0
         else:
-            available = requested - w - over.activation_peak - over.non_torch - over.cudagraph
+            available = requested - w - over.total
         stages.append(StageBudget(stage, requested, w, over, available,
-                                  kvcache.layout(a, s.tp, layers, p.kv_dtype_bytes)))
+                                  kvcache.layout(a, s.tp, layers, p.kv_dtype_bytes), pin_room))
     budget = Budget(s, weights.bytes_total(a, prec), tuple(stages), 0)
     cap = budget.kv_capacity(1)
     return Budget(s, budget.weights_total, budget.stages, cap.num_blocks)

@@ -111,8 +111,6 @@ class _Group(click.Group):
         except ValidationError as e:
             name = ctx.invoked_subcommand
             _fail(_validation_message(e, self.get_command(ctx, name) if name else None))
-        except RecursionError:
-            _fail("input nested too deeply to read (a config.json or flag value)")
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -220,8 +220,7 @@ class Decisions:
         if self.kv_pin is None:
             return
         b = self.budget(tp, pp)
-        room = min(self.hw.gpu_memory_bytes - st.weights - st.over.activation_peak - st.over.non_torch
-                   - st.over.cudagraph for st in b.stages)
+        room = min(st.pin_room for st in b.stages)
         pin = f"--kv-cache-memory {self.req.kv_cache_memory_gib:g} GiB per GPU"
         if not b.fits_weights and room > 0:
             raise DoesNotFitError(
@@ -268,13 +267,13 @@ class Decisions:
 
     def shortfall(self, b: budget_mod.Budget, tp: int, pp: int) -> str:
         w = max(b.stages, key=lambda s: s.weights)
-        overheads = w.over.activation_peak + w.over.non_torch + w.over.cudagraph
+        overheads = w.over.total
         per_token = max(s.layout.bytes_per_token for s in b.stages)
         what = (f"{self.model.id} ({self.p.quantization or self.p.dtype}) does not fit {self.hw.name} "
                 f"with TP={tp} x PP={pp}: ")
         if not b.fits_weights and self.kv_pin is not None:
             usable = self.hw.gpu_memory_bytes - overheads
-            short = w.weights + self.kv_pin - usable
+            short = self.kv_pin - w.pin_room
             what += (f"weights need {gib(w.weights)} per GPU plus the pinned {gib(self.kv_pin)} KV cache "
                      f"(--kv-cache-memory), but {gib(usable)} of each {gib(self.hw.gpu_memory_bytes)} GPU is left "
                      f"after activations and CUDA graphs (short by {gib(short)} per GPU)")

@@ -36,6 +36,11 @@ class Overheads:
     cudagraph: int
     cudagraph_formula: str
 
+    @property
+    def total(self) -> int:
+        """Bytes vLLM needs on the GPU besides weights and KV cache."""
+        return self.activation_peak + self.non_torch + self.cudagraph
+
 
 def activation_width(a: Architecture, tp: int) -> int:
     """Elements per token alive at the peak of one decoder layer on one rank: the residual stream

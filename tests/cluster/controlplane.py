@@ -357,21 +357,6 @@ class ControlPlane:
         for name in reversed(list(self.procs)):
             self.stop_component(name)
 
-    def stop_component(self, name: str) -> None:
-        """SIGTERM the component's process group, SIGKILL after 10 s; a no-op once it exited."""
-        proc = self.procs[name]
-        for sig, grace in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
-            if proc.poll() is not None:
-                break
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                continue
-
 
 def new_workdir() -> Path:
     return Path(tempfile.mkdtemp(prefix="vllm-eks-cluster-"))
