@@ -25,6 +25,7 @@ LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
 # an EKS cluster name (CreateCluster: 1-100 characters, alphanumeric first), an IAM role ARN
 # (aws, aws-cn and aws-us-gov partitions) and an On-Demand Capacity Reservation id.
 AVAILABILITY_ZONE = r"^[a-z]{2}(-[a-z]+)+-[0-9]+([a-z]|-[a-z]+-[0-9]+[a-z])$"
+OPTIONAL_AVAILABILITY_ZONE = r"^([a-z]{2}(-[a-z]+)+-[0-9]+([a-z]|-[a-z]+-[0-9]+[a-z]))?$"
 EKS_CLUSTER_NAME = r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$"
 IAM_ROLE_ARN = r"^arn:aws(-cn|-us-gov)?:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$"
 CAPACITY_RESERVATION_ID = r"^cr-[0-9a-z]+$"

@@ -8,14 +8,18 @@ DCGM exporter). Field names and shapes were checked against the pinned Karpenter
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from .. import contract
 from ..errors import InvalidOptionError
 from ..plan import Plan
-from .base import EKS_CLUSTER_NAME, Quantity, ValuesModel
+from ..request import EC2_INSTANCE_TYPE
+from .base import AVAILABILITY_ZONE, CAPACITY_RESERVATION_ID, EKS_CLUSTER_NAME, Quantity, ValuesModel
+
+Zone = Annotated[str, Field(pattern=AVAILABILITY_ZONE, max_length=64)]
+InstanceType = Annotated[str, Field(pattern=EC2_INSTANCE_TYPE, max_length=64)]
 from .options import ValuesOptions, efa_zone
 
 from ..sizing import DCGM_EXPORTER, EFA_DEVICE_PLUGIN, NVIDIA_DEVICE_PLUGIN, DaemonSetFootprint
@@ -111,7 +115,7 @@ class RootVolume(ValuesModel):
 
 
 class CapacityReservationTerm(ValuesModel):
-    id: str | None = Field(default=None, pattern=r"^cr-[0-9a-z]+$",
+    id: str | None = Field(default=None, pattern=CAPACITY_RESERVATION_ID,
                            description="ODCR or Capacity Block id (exclusive with the other fields)")
     tags: dict[str, str] | None = Field(default=None, description="Select reservations by tags")
     owner_id: str | None = Field(default=None, pattern=r"^[0-9]{12}$", description="Account that owns the reservation")
@@ -158,7 +162,7 @@ class PoolDefaults(ValuesModel):
 
     capacity_types: list[Literal["on-demand", "spot", "reserved"]] = Field(
         default_factory=lambda: ["on-demand"], min_length=1, description="Karpenter capacity types")
-    zones: list[str] = Field(default_factory=list, description="Availability zones; one zone required on EFA pools")
+    zones: list[Zone] = Field(default_factory=list, description="Availability zones; one zone required on EFA pools")
     efa: bool = Field(default=False, description="Pool serves pods that request EFA interfaces")
     weight: int = Field(default=10, ge=1, le=100, description="NodePool weight (higher is tried first)")
     labels: dict[str, str] = Field(default_factory=dict, description="Extra node labels")
@@ -199,11 +203,11 @@ class Pool(ValuesModel):
                       description=("NodePool/EC2NodeClass name and value of the vllm-eks.io/pool node label; "
                                    "cluster-scoped, so unique in the cluster: one pool per model-server release "
                                    "(`vllm-eks values` writes `<namespace>-<release>-<instance type>`)"))
-    instance_types: list[str] = Field(min_length=1, description="EC2 instance types of the pool")
+    instance_types: list[InstanceType] = Field(min_length=1, description="EC2 instance types of the pool")
     gpu_limit: int = Field(ge=1, description="NodePool limit on nvidia.com/gpu (GPUs of all its nodes)")
     capacity_types: list[Literal["on-demand", "spot", "reserved"]] | None = Field(
         default=None, min_length=1, description="Karpenter capacity types")
-    zones: list[str] | None = Field(default=None, description="Availability zones; exactly one on EFA pools")
+    zones: list[Zone] | None = Field(default=None, description="Availability zones; exactly one on EFA pools")
     efa: bool | None = Field(default=None, description="Pool serves pods that request EFA interfaces")
     weight: int | None = Field(default=None, ge=1, le=100, description="NodePool weight (higher is tried first)")
     labels: dict[str, str] | None = Field(default=None, description="Extra node labels")

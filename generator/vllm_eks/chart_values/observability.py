@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 from ..pools import HPA_MAX_PERIOD_SECONDS, KEDA_QUEUE_TARGET
 from ..plan import Plan
 from ..topology import Topology, keda_scales
-from .base import ValuesModel
+from .base import LABEL_VALUE, ValuesModel
 from .options import ValuesOptions
 
 # Chart name of the model server; its fullname helper (charts/vllm-inference/templates/_helpers.tpl)
@@ -28,7 +28,6 @@ MIN_COOLDOWN_SECONDS = 600
 # decode pools of a disaggregated deployment need per-pool signals (left to their Plan replicas).
 Duration = str  # Prometheus duration, validated by pattern below
 DURATION_PATTERN = r"^([0-9]+(ms|s|m|h))+$"
-LABEL_VALUE_PATTERN = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
 
 
 class Target(ValuesModel):
@@ -51,7 +50,7 @@ class Prometheus(ValuesModel):
 
 
 class Metrics(ValuesModel):
-    job: str = Field(default="vllm", min_length=1, pattern=LABEL_VALUE_PATTERN,
+    job: str = Field(default="vllm", min_length=1, pattern=LABEL_VALUE,
                      description="job label written on every vLLM series; rules and the ScaledObject select on it")
     interval: Duration = Field(default="15s", pattern=DURATION_PATTERN, description="Scrape interval")
     scrape_timeout: Duration = Field(default="10s", pattern=DURATION_PATTERN, description="Scrape timeout")
@@ -81,7 +80,7 @@ class DcgmMonitor(ValuesModel):
                                  "app.kubernetes.io/component": "dcgm-exporter"},
         min_length=1, description="Labels selecting the DCGM exporter Service of charts/gpu-infra")
     port: str = Field(default="metrics", min_length=1, description="Service port name serving /metrics")
-    job: str = Field(default="dcgm-exporter", min_length=1, pattern=LABEL_VALUE_PATTERN,
+    job: str = Field(default="dcgm-exporter", min_length=1, pattern=LABEL_VALUE,
                      description="job label written on DCGM series; GPU alerts select on it")
     interval: Duration = Field(default="30s", pattern=DURATION_PATTERN, description="Scrape interval")
 

@@ -16,7 +16,8 @@ from ..errors import InvalidOptionError, VllmEksError
 from ..plan import Plan
 from ..engine_settings import serve_flags
 from ..topology import Topology, keda_scales
-from .base import DNS1123_LABEL, DNS1123_SUBDOMAIN, OPTIONAL_DNS1123_SUBDOMAIN, OptionalQuantity, Quantity, ValuesModel
+from .base import (DNS1123_LABEL, DNS1123_SUBDOMAIN, OPTIONAL_AVAILABILITY_ZONE, OPTIONAL_DNS1123_SUBDOMAIN,
+                   OptionalQuantity, Quantity, ValuesModel)
 from .options import ValuesOptions, efa_zone
 from ..units import bytes_quantity, cpu_quantity
 
@@ -258,7 +259,7 @@ class Scheduling(ValuesModel):
         "GPU pool (charts/gpu-infra NodePool) to run on: nodeSelector vllm-eks.io/pool; empty: any"))
     instance_type: str = Field("", pattern=r"^([a-z0-9][-a-z0-9.]*)?$", description=(
         "nodeSelector node.kubernetes.io/instance-type; empty: any"))
-    zone: str = Field("", pattern=r"^([a-z0-9][-a-z0-9]*)?$", description=(
+    zone: str = Field("", pattern=OPTIONAL_AVAILABILITY_ZONE, description=(
         "nodeSelector topology.kubernetes.io/zone: every pod of the release in this one availability "
         "zone. Required when efa.devices > 0 (EFA traffic does not cross zones)"))
     node_selector: dict[str, str] = Field(default_factory=dict, description="Additional nodeSelector entries")
