@@ -22,7 +22,7 @@ from .errors import DoesNotFitError, InvalidOptionError
 from .hardware import Hardware, instance_catalog, resolve_hardware
 from .plan import EnginePlan, LayoutPlan, PhasePlan, ServeAutoscaling
 from .request import PlanRequest, model_source_kind
-from .topology import model_source_refusal
+from .topology import ON_RAY, model_source_refusal
 from .units import GIB, gib
 
 DEFAULT_UTILIZATION = 0.90
@@ -386,9 +386,11 @@ class Decisions:
         """Topology choices the layout cannot serve; errors name the flag."""
         req, hw = self.req, self.hw
         disaggregated = req.topology == "disaggregated"
-        if disaggregated and pp > 1:
+        if req.topology in ON_RAY and pp > 1:
+            # The chart runs each Ray Serve LLM engine in one worker pod (one node): no pipeline
+            # stages across Ray nodes.
             raise InvalidOptionError(
-                f"--topology disaggregated needs one model copy per node, but {self.model.id} needs "
+                f"--topology {req.topology} needs one model copy per node, but {self.model.id} needs "
                 f"{pp} {hw.name} nodes; choose a larger instance or --topology auto")
         if disaggregated and hw.efa_max == 0:
             with_efa = sorted(h.name for h in _catalog_instances() if h.efa_max > 0)

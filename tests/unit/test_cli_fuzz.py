@@ -242,3 +242,13 @@ def test_values_refuses_an_empty_out_and_foreign_files(cli, tmp_path, monkeypatc
     assert r.exit_code == 1 and "README.md" in r.stderr
     assert Path("README.md").read_text() == "my project\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md"]
+
+
+@pytest.mark.parametrize("topology", ["ray-serve", "disaggregated"])
+def test_plan_refuses_what_values_cannot_write(cli, tmp_path, topology):
+    """A Ray topology runs one engine per worker pod: a model that needs pipeline stages across
+    nodes is refused by `plan` as by `values`, with the flag named."""
+    args = ["--model", "llama-3.1-405b-instruct", "--instance", "p5.48xlarge", "--topology", topology]
+    for command in (["plan"], ["values", "--zone", "us-east-1a", "--out", str(tmp_path / "out")]):
+        r = cli(*command, *args)
+        assert r.exit_code == 1 and f"--topology {topology}" in r.stderr, (command, r.stderr)

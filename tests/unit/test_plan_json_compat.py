@@ -167,6 +167,14 @@ def _pin_beside_weights(key: str, plan: dict, variant: dict) -> bool | None:
     return decisions.budget(plan["tensor_parallel_size"], plan["pipeline_parallel_size"]).fits_weights
 
 
+def _ray_across_nodes(old: dict, refusal: str) -> bool:
+    """A ray-serve plan with pipeline stages across nodes: the baseline release planned it, but the
+    chart runs one engine per Ray worker pod and `values` never wrote it (issue 14: plan and
+    values accept the same inputs), so `plan` now refuses it with the reason."""
+    return (old["topology"] == "ray-serve" and old["pipeline_parallel_size"] > 1
+            and "--topology ray-serve needs one model copy per node" in refusal)
+
+
 def _baseline() -> dict:
     with gzip.open(BASELINE, "rt", encoding="utf-8") as f:
         return json.load(f)
@@ -234,6 +242,7 @@ def test_every_baseline_key_keeps_its_value():
     doc = _baseline()
     problems: list[str] = []
     replanned = 0
+    ray_refused = 0
     for key, old in doc["plans"].items():
         variant = doc["variants"][key.split("|")[2]]
         new = _current(key, doc["variants"])
@@ -246,6 +255,9 @@ def test_every_baseline_key_keeps_its_value():
             if "refused" not in new:
                 problems.append(f"{key}: was refused ({old['refused'][:80]}), now plans")
             continue
+        if "refused" in new and _ray_across_nodes(old, new["refused"]):
+            ray_refused += 1
+            continue
         if "refused" in new:
             problems.append(f"{key}: planned before, now refused: {new['refused']}")
             continue
@@ -257,6 +269,7 @@ def test_every_baseline_key_keeps_its_value():
     # The rule above exempts a known set: the kv-pin plans whose layout never held the 8 GiB pin
     # (160 of the 288 kv-pin plans when the planner learned to check it), not a growing share.
     assert 0 < replanned <= 170, replanned
+    assert ray_refused > 0
 
 
 def test_a_plan_json_reads_back_into_the_same_plan():
