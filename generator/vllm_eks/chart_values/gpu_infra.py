@@ -82,7 +82,8 @@ class DcgmExporter(DaemonSetValues):
 class Discovery(ValuesModel):
     tag_key: str = Field(default="karpenter.sh/discovery", min_length=1,
                          description="Tag key on the subnets and security groups Karpenter may use")
-    tag_value: str = Field(default="", description="Tag value; empty: clusterName (the Karpenter getting-started convention)")
+    tag_value: str = Field(default="", max_length=256,
+                           description="Tag value; empty: clusterName (the Karpenter getting-started convention)")
 
 
 class MetadataOptions(ValuesModel):
@@ -232,7 +233,7 @@ class GpuInfraValues(ValuesModel):
     ami_family: Literal["al2023", "bottlerocket"] = Field(default="al2023", description="EKS optimized AMI family")
     ami_version: str = Field(min_length=1, description="Pinned AMI release for the alias family@version")
     allow_latest_ami: bool = Field(default=False, description="Permit amiVersion latest (drifts every node on each release)")
-    node_role: str = Field(default="", description=(
+    node_role: str = Field(default="", pattern=r"^([A-Za-z0-9+=,.@_-]{1,64})?$", description=(
         "IAM role name of the nodes (EC2NodeClass spec.role); empty: KarpenterNodeRole-<clusterName>"))
     discovery: Discovery = Field(description="Tag that selects subnets and security groups")
     ec2_tags: dict[str, str] = Field(default_factory=lambda: {"workload": "llm-inference"},
