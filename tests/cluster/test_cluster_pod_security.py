@@ -8,6 +8,7 @@ securityContext.allowRoot opt-out is refused naming the restricted profile."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +29,17 @@ LABELS = {"pod-security.kubernetes.io/enforce": "restricted",
           "pod-security.kubernetes.io/enforce-version": "latest"}
 
 
+# PriorityClasses created for the pods' priorityClassName (cluster-scoped): removed afterwards.
+_PRIORITY_CLASSES: set[str] = set()
+
+
 @pytest.fixture(scope="module")
-def restricted_namespace(cluster: Cluster) -> str:
+def restricted_namespace(cluster: Cluster) -> Iterator[str]:
     cluster.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE, labels=LABELS)))
     yield NAMESPACE
     cluster.delete_namespace(NAMESPACE, wait=False)
+    for name in _PRIORITY_CLASSES:
+        cluster.resource("scheduling.k8s.io/v1", "PriorityClass").delete(name=name)
 
 
 def _dry_run(cluster: Cluster, namespace: str, pods: list[tuple[str, dict[str, Any], dict[str, str]]]) -> list[str]:
@@ -47,10 +54,16 @@ def _dry_run(cluster: Cluster, namespace: str, pods: list[tuple[str, dict[str, A
             except ApiException as err:
                 if err.status != 409:
                     raise
+        pc = spec.get("priorityClassName")
+        if pc and pc not in _PRIORITY_CLASSES:  # the Priority admission plugin needs it to exist
+            cluster.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                            "metadata": {"name": pc}, "value": 1000})
+            _PRIORITY_CLASSES.add(pc)
         body = {"apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": f"pss-{i}", "annotations": annotations}, "spec": spec}
         try:
-            cluster.core.create_namespaced_pod(namespace, body, dry_run="All")
+            # the dynamic client sends the object as rendered (the typed one rejects integer quantities)
+            cluster.resource("v1", "Pod").create(body=body, namespace=namespace, dry_run="All")
         except ApiException as err:
             refused.append(f"{what}: {err.status} {err.body}")
     return refused
