@@ -165,7 +165,8 @@ from its Secret, the NCCL/libfabric settings of multi-node and EFA pods, then ex
   value: {{ $cache }}/flashinfer
 - name: TMPDIR
   value: /tmp
-# Named explicitly: torch's default (/tmp/torchinductor_<user>) looks the user name up.
+# torch inductor's cache outside vLLM's own compile cache (under VLLM_CACHE_ROOT); named, so
+# it does not depend on the user name (default /tmp/torchinductor_<user>).
 - name: TORCHINDUCTOR_CACHE_DIR
   value: /tmp/torchinductor
 {{- if include "vllm-inference.onRay" . }}
