@@ -68,6 +68,8 @@ class VllmServer:
     healthy_after_s: float | None = None
     exit_code: int | None = None
     notes: list[str] = field(default_factory=list)
+    # argv prefix the command runs under (e.g. pod_sandbox.PodSandbox.wrapper); empty: none
+    wrapper: list[str] = field(default_factory=list)
 
     @property
     def base_url(self) -> str:
@@ -79,7 +81,7 @@ class VllmServer:
         env.update(self.env)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "wb")
-        cmd = [str(venv.python), str(SCRIPTS / "vllm_serve.py"), *self.args]
+        cmd = [*self.wrapper, str(venv.python), str(SCRIPTS / "vllm_serve.py"), *self.args]
         log.write(("# " + json.dumps({"cmd": cmd, "env": self.env}) + "\n").encode())
         log.flush()
         self.started_at = time.monotonic()

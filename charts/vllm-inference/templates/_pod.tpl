@@ -18,17 +18,19 @@ workers, Ray head and workers). Each helper renders a YAML fragment at column 0;
 {{- end }}
 {{- end }}
 
-{{/* Pod-level securityContext. */}}
+{{/*
+Pod-level securityContext of the model-server and Ray pods: Pod Security "restricted" unless
+securityContext.allowRoot opts out (then the image's user applies).
+*/}}
 {{- define "vllm-inference.podSecurityContext" -}}
+{{- $sc := .Values.securityContext -}}
 seccompProfile:
   type: RuntimeDefault
-{{- if .Values.securityContext.runAsNonRoot }}
+{{- if not $sc.allowRoot }}
 runAsNonRoot: true
-{{- end }}
-{{- range $key := list "runAsUser" "runAsGroup" "fsGroup" }}
-{{- if hasKey $.Values.securityContext $key }}
-{{ $key }}: {{ index $.Values.securityContext $key | int }}
-{{- end }}
+runAsUser: {{ $sc.runAsUser | int }}
+runAsGroup: {{ $sc.runAsGroup | int }}
+fsGroup: {{ $sc.fsGroup | int }}
 {{- end }}
 {{- end }}
 
@@ -141,8 +143,9 @@ from its Secret, the NCCL/libfabric settings of multi-node and EFA pods, then ex
 {{- $v := .Values }}
 {{- $cache := include "vllm-inference.cacheRoot" . }}
 {{- $hfToken := $v.model.huggingface.tokenSecret -}}
-# Every path the server, Hugging Face, Triton, FlashInfer and torch write is on a
-# volume, so the root filesystem can stay read-only.
+# Every path the server, Hugging Face, Triton, FlashInfer, torch and Ray write is on a
+# volume (cache and /tmp), so the root filesystem stays read-only and no user needs a home
+# directory in the image (vLLM envs.py: VLLM_CACHE_ROOT, VLLM_CONFIG_ROOT under XDG_*).
 - name: HOME
   value: {{ $cache }}/home
 - name: HF_HOME
@@ -153,8 +156,24 @@ from its Secret, the NCCL/libfabric settings of multi-node and EFA pods, then ex
   value: {{ $cache }}/xdg
 - name: XDG_CONFIG_HOME
   value: {{ $cache }}/config
+- name: TRITON_HOME
+  value: {{ $cache }}/triton
+- name: TRITON_CACHE_DIR
+  value: {{ $cache }}/triton/cache
+# FlashInfer keeps its JIT-compiled kernels under <base>/.cache/flashinfer.
+- name: FLASHINFER_WORKSPACE_BASE
+  value: {{ $cache }}/flashinfer
 - name: TMPDIR
   value: /tmp
+# torch inductor's cache outside vLLM's own compile cache (under VLLM_CACHE_ROOT); named, so
+# it does not depend on the user name (default /tmp/torchinductor_<user>).
+- name: TORCHINDUCTOR_CACHE_DIR
+  value: /tmp/torchinductor
+{{- if include "vllm-inference.onRay" . }}
+# Ray's session directory (<RAY_TMPDIR>/ray: logs, sockets, spilled objects).
+- name: RAY_TMPDIR
+  value: /tmp
+{{- end }}
 # Named by the image contract check (files/contracts) when the image lacks something.
 - name: VLLM_EKS_IMAGE
   value: {{ ternary (include "vllm-inference.rayImage" .) (include "vllm-inference.image" .) (has $v.topology (list "ray-serve" "disaggregated")) | quote }}
@@ -401,11 +420,11 @@ with the chosen values. Returns a JSON list (fromJsonArray by the caller).
 {{- if not $v.resources.limits.cpu }}
 {{- $skips = append $skips "CKV_K8S_11=no CPU limit on purpose: CFS throttling stalls vLLM's scheduler and tokenizer threads; the CPU request reserves the cores" }}
 {{- end }}
-{{- if not $v.securityContext.runAsNonRoot }}
-{{- $skips = append $skips "CKV_K8S_23=the upstream vllm/vllm-openai image runs as root; set securityContext.runAsNonRoot and runAsUser (see values.yaml)" }}
+{{- if $v.securityContext.allowRoot }}
+{{- $skips = append $skips "CKV_K8S_23=securityContext.allowRoot opts out of the non-root default: the pods run as the image's user" }}
 {{- end }}
-{{- if lt (int (default 0 $v.securityContext.runAsUser)) 10000 }}
-{{- $skips = append $skips "CKV_K8S_40=the upstream image has no high-UID user; set securityContext.runAsUser to 10000 or more with runAsNonRoot" }}
+{{- if or $v.securityContext.allowRoot (lt (int $v.securityContext.runAsUser) 10000) }}
+{{- $skips = append $skips "CKV_K8S_40=securityContext.runAsUser below 10000 (or allowRoot) chosen in the values" }}
 {{- end }}
 {{- if not $v.networkPolicy.enabled }}
 {{- $skips = append $skips "CKV2_K8S_6=networkPolicy.enabled is false: off by default so clients in other namespaces (gateway, Prometheus) are not cut off on install; enable it and list them in networkPolicy.allowedNamespaces" }}

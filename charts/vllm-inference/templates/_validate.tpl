@@ -291,12 +291,14 @@ with every message. It also runs when a user skips schema validation (helm
 {{- end -}}
 {{- end -}}
 
-{{/* runAsNonRoot true excludes runAsUser 0. */}}
+{{/* Non-root unless securityContext.allowRoot opts out: runAsNonRoot true and runAsUser not 0. */}}
 {{- define "vllm-inference.validateValues.nonRootUser" -}}
 {{- $sc := .Values.securityContext -}}
-{{- if and $sc.runAsNonRoot (hasKey $sc "runAsUser") -}}
-{{- if eq (int $sc.runAsUser) 0 -}}
-{{- print "securityContext.runAsUser: 0 (root) contradicts securityContext.runAsNonRoot true\n" -}}
+{{- if not $sc.allowRoot -}}
+{{- if not $sc.runAsNonRoot -}}
+{{- print "securityContext.runAsNonRoot: false would run the pods as root; keep it true, or set securityContext.allowRoot: true to opt out of the non-root default\n" -}}
+{{- else if eq (int $sc.runAsUser) 0 -}}
+{{- print "securityContext.runAsUser: 0 (root) contradicts securityContext.runAsNonRoot true; give a non-zero id (default 10001), or set securityContext.allowRoot: true to opt out\n" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

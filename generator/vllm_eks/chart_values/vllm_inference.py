@@ -68,6 +68,9 @@ ENGINE_LIVENESS = (15, 2, 30)
 # --master-port of vLLM's multi-node launcher: vLLM's own default (ParallelConfig.master_port;
 # 29500 is its data-parallel master port).
 MASTER_PORT = 29501
+# runAsUser/runAsGroup/fsGroup of the model-server and Ray pods: the images run as root (vLLM) or
+# as ray (1000), so a non-root id must be given; >= 10000 keeps it clear of image and node users.
+NON_ROOT_ID = 10001
 
 # Characters a Secret data key may contain (Kubernetes: [-._a-zA-Z0-9]+).
 SECRET_KEY = r"^[-._a-zA-Z0-9]+$"
@@ -272,15 +275,26 @@ class Scheduling(ValuesModel):
 
 
 class SecurityContext(ValuesModel):
-    run_as_non_root: bool = Field(False, description=(
-        "runAsNonRoot. The upstream vllm/vllm-openai image runs as root (it has no USER); to turn "
-        "this on set runAsUser (and runAsGroup/fsGroup) to a non-zero id, or use an image built "
-        "with a non-root USER. All paths the server writes are volumes, so no other change is needed"))
-    run_as_user: int | None = Field(None, ge=0, description="runAsUser of the pod; unset: the image's user")
-    run_as_group: int | None = Field(None, ge=0, description="runAsGroup of the pod; unset: the image's group")
-    fs_group: int | None = Field(None, ge=0, description="fsGroup of the pod (group ownership of volumes)")
+    allow_root: bool = Field(False, description=(
+        "Opt out of the non-root default. false: every model-server and Ray pod runs as runAsUser/"
+        "runAsGroup/fsGroup with runAsNonRoot and passes Pod Security restricted. true: none of "
+        "runAsNonRoot, runAsUser, runAsGroup, fsGroup is set, the containers run as the image's "
+        "user (root in vllm/vllm-openai) and fail restricted; only for an image that cannot run "
+        "as another user"))
+    run_as_non_root: bool = Field(True, description=(
+        "runAsNonRoot of the model-server and Ray pods. false is refused unless allowRoot is true"))
+    run_as_user: int = Field(NON_ROOT_ID, ge=0, description=(
+        "runAsUser of the model-server and Ray pods. vllm/vllm-openai has no USER (it runs as "
+        "root) and rayproject/ray-llm's user is ray (1000): a fixed id >= 10000 that is no user of "
+        "the images or of the node (checkov CKV_K8S_40); it needs no /etc/passwd entry, every "
+        "path written is a volume"))
+    run_as_group: int = Field(NON_ROOT_ID, ge=0, description="runAsGroup of the model-server and Ray pods")
+    fs_group: int = Field(NON_ROOT_ID, ge=0, description=(
+        "fsGroup of the model-server and Ray pods (group ownership of the volumes they write)"))
     read_only_root_filesystem: bool = Field(True, description=(
-        "readOnlyRootFilesystem of the vLLM container. HOME, caches and /tmp are volumes"))
+        "readOnlyRootFilesystem of the model-server and Ray containers. Every path they write is a "
+        "volume: HOME, the caches (Hugging Face, vLLM, XDG, Triton, FlashInfer) on the cache volume, "
+        "/tmp (torch inductor, Ray's session directory) on its own"))
 
 
 class NetworkPolicy(ValuesModel):
@@ -515,8 +529,9 @@ class VllmInferenceValues(ValuesModel):
     strategy: Strategy = Field(default_factory=Strategy, description="Rollout strategy")
     scheduling: Scheduling = Field(default_factory=Scheduling, description="Where pods run")
     security_context: SecurityContext = Field(default_factory=SecurityContext, description=(
-        "Pod and container security settings. Always set: allowPrivilegeEscalation false, all "
-        "capabilities dropped, seccompProfile RuntimeDefault"))
+        "Pod and container security settings of the model-server and Ray pods (Pod Security "
+        "restricted by default). Always set: allowPrivilegeEscalation false, all capabilities "
+        "dropped, seccompProfile RuntimeDefault"))
     network_policy: NetworkPolicy = Field(default_factory=NetworkPolicy, description="Ingress NetworkPolicy")
     service: Service = Field(default_factory=Service, description="Service in front of the pods")
     service_account: ServiceAccount = Field(default_factory=ServiceAccount, description="ServiceAccount of the pods")
