@@ -553,6 +553,18 @@ def _model(plan: Plan, options: ValuesOptions) -> Model:
                  huggingface=HuggingFace(token_secret=token), pvc=pvc)
 
 
+# Sections the chart reads only for some topologies (LeaderWorkerSet group and its helm test
+# diagnostics; the RayService's Ray image, Serve settings and phases): a generated values file
+# for another topology leaves them out.
+TOPOLOGY_SECTIONS: dict[str, frozenset[str]] = {
+    "multiNode": frozenset({"multi-node"}),
+    "diagnostics": frozenset({"multi-node"}),
+    "ray": frozenset({"ray-serve", "disaggregated"}),
+    "rayServe": frozenset({"ray-serve", "disaggregated"}),
+    "disaggregated": frozenset({"disaggregated"}),
+}
+
+
 def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
     """Values for charts/vllm-inference from a Plan of any topology."""
     if plan.layout.gpus_per_pod != plan.layout.tensor_parallel_size:
