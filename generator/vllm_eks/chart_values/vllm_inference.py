@@ -113,6 +113,9 @@ class TokenSecret(ValuesModel):
     mount_as: Literal["env", "file"] = Field("env", description=(
         "env: HF_TOKEN from secretKeyRef. file: the key mounted read-only and HF_TOKEN_PATH "
         "pointing at it (keeps the token out of the process environment)"))
+    optional: bool = Field(True, description=(
+        "true: the pod starts without that Secret (public models need no token). false: a missing "
+        "Secret keeps the pod from starting (CreateContainerConfigError), for gated models"))
 
 
 class HuggingFace(ValuesModel):
