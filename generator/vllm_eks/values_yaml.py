@@ -41,7 +41,8 @@ def _dump(value: Any) -> Any:
 def _keys(model: BaseModel, default: BaseModel | None) -> dict[str, Any]:
     """The keys of `model` to write: the ones the builder set always, others where they differ
     from `default`, the same part of the chart's default values. A field counts as set when the
-    builder set it, not when a default factory did (then the default has it set alike)."""
+    builder set it, not when a default factory did (then the default has it set alike); a field
+    without a default is always written, so each section stays valid on its own."""
     out: dict[str, Any] = {}
     for name, field in type(model).model_fields.items():
         value = getattr(model, name)
@@ -49,7 +50,7 @@ def _keys(model: BaseModel, default: BaseModel | None) -> dict[str, Any]:
             continue
         key = field.alias or name
         base = getattr(default, name, None) if default is not None else None
-        is_set = name in model.model_fields_set and not (
+        is_set = field.is_required() or name in model.model_fields_set and not (
             default is not None and name in default.model_fields_set and _dump(value) == _dump(base))
         if isinstance(value, BaseModel):
             sub = _keys(value, base if isinstance(base, BaseModel) else None)
