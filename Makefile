@@ -15,6 +15,10 @@ export PATH := $(BIN):$(TOOLS)/bin:$(PATH)
 MODEL ?= llama-3.1-8b-instruct
 INSTANCE ?= g6e.xlarge
 OUT ?= out/$(MODEL)-$(INSTANCE)
+# Namespace and release the values are written for and the charts rendered into: the ones the
+# README's install commands use (vllm-eks values --namespace/--release defaults).
+NAMESPACE ?= llm
+RELEASE ?= vllm
 
 # mk/*.mk add their set-up steps to these lists.
 SETUP_TARGETS := venv
@@ -50,6 +54,7 @@ $(VENV)/.installed: pyproject.toml
 include $(wildcard mk/*.mk)
 
 setup: $(SETUP_TARGETS) ## install the venv and the pinned tools (.venv, .tools)
+	@echo 'helm: $(TOOLS)/bin/helm (Helm 4; helm3 and helm4 beside it). Put it on PATH: export PATH="$$PWD/.tools/bin:$$PATH"'
 
 # `make test` runs every tier in two pytest runs. The set-up only the cluster and engine tiers need
 # (Go builds of the control plane and controllers, the vLLM CPU venv) runs in the background

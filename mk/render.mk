@@ -1,12 +1,12 @@
 # The main job: plan a model on an instance, write values for every chart, render every chart.
-#   make render [MODEL=...] [INSTANCE=...] [OUT=...]
+#   make render [MODEL=...] [INSTANCE=...] [OUT=...] [NAMESPACE=llm] [RELEASE=vllm]
 # Offline: the built-in catalogs and the pinned helm are all it needs.
 render: venv helm ## plan MODEL on INSTANCE, write values into OUT and render every chart
 	$(BIN)/vllm-eks plan --model $(MODEL) --instance $(INSTANCE)
-	$(BIN)/vllm-eks values --model $(MODEL) --instance $(INSTANCE) --out $(OUT)
+	$(BIN)/vllm-eks values --model $(MODEL) --instance $(INSTANCE) --namespace $(NAMESPACE) --release $(RELEASE) --out $(OUT)
 	@mkdir -p $(OUT)/rendered
 	@for chart in $(CHARTS); do \
-	  $(TOOLS)/bin/helm4 template vllm charts/$$chart -f $(OUT)/$$chart.yaml > $(OUT)/rendered/$$chart.yaml; \
+	  $(TOOLS)/bin/helm4 template $(RELEASE) charts/$$chart --namespace $(NAMESPACE) -f $(OUT)/$$chart.yaml > $(OUT)/rendered/$$chart.yaml; \
 	  echo "rendered charts/$$chart -> $(OUT)/rendered/$$chart.yaml ($$(grep -c '^kind:' $(OUT)/rendered/$$chart.yaml) objects)"; \
 	done
 

@@ -132,7 +132,8 @@ def memory_plan(a: Architecture, hw: Hardware, p: Precisions, b: Budget, max_mod
         activation_peak_bytes=worst.over.activation_peak, non_torch_bytes=worst.over.non_torch,
         cudagraph_bytes=worst.over.cudagraph, kv_bytes_per_token_per_gpu=per_tok, block_size=s.block_size,
         available_kv_cache_bytes_per_gpu=worst.available, kv_cache_blocks=cap.num_blocks, kv_cache_tokens=cap.tokens,
-        max_model_len=max_model_len, max_concurrency=round(cap.max_concurrency, 2), derivations=d.items)
+        max_model_len=max_model_len, max_concurrency=round(cap.max_concurrency, 2),
+        model_max_len=a.max_position_embeddings, derivations=d.items)
 
 
 def _kv_formula(a: Architecture, p: Precisions, tp: int, layers: int) -> str:

@@ -64,6 +64,8 @@ class MemoryPlan(Section):
     kv_cache_tokens: int
     max_model_len: int
     max_concurrency: float
+    model_max_len: int | None = Field(None, exclude=True, description=(
+        "The model's max_position_embeddings, to say when max_model_len is below it (not in plan.json)"))
 
 
 class EnginePlan(Section):

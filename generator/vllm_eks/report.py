@@ -24,7 +24,7 @@ def summary_rows(p: Plan) -> list[tuple[str, str]]:
         ("KV per token per GPU", f"{p.memory.kv_bytes_per_token_per_gpu:,} B"),
         ("KV cache per GPU", gib(p.memory.available_kv_cache_bytes_per_gpu)),
         ("KV cache tokens", f"{p.memory.kv_cache_tokens:,} (block size {p.memory.block_size})"),
-        ("max model len", f"{p.memory.max_model_len:,}"),
+        ("max model len", _max_model_len(p)),
         ("max concurrency", f"{p.memory.max_concurrency:.2f}x at {p.memory.max_model_len:,} tokens"),
         ("gpu memory utilization", f"{p.engine.gpu_memory_utilization:g}"),
         ("max num seqs / batched tokens", f"{p.engine.max_num_seqs} / {p.engine.max_num_batched_tokens}"),
@@ -37,6 +37,16 @@ def summary_rows(p: Plan) -> list[tuple[str, str]]:
         ("cost per replica", f"${p.cost.cost_per_hour_usd:.2f}/h" if p.cost.cost_per_hour_usd is not None else "unknown price"),
     ]
     return rows
+
+
+def _max_model_len(p: Plan) -> str:
+    """max_model_len, and why when it is below the model's own maximum (its derivation)."""
+    text = f"{p.memory.max_model_len:,}"
+    limit = p.memory.model_max_len
+    if limit is None or p.memory.max_model_len >= limit:
+        return text
+    why = next((d.formula for d in p.memory.derivations if d.key == "max_model_len"), "")
+    return f"{text}, below the model's {limit:,}" + (f": {why}" if why else "")
 
 
 def summary_table(p: Plan) -> Table:

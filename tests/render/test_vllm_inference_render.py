@@ -298,7 +298,7 @@ def test_hardened_scenario() -> None:
 def test_huggingface_token_from_secret_ref() -> None:
     c = server(rendered(CHART / "ci" / "02-huggingface-token-env-values.yaml"))
     (token,) = [e for e in c["env"] if e["name"] == "HF_TOKEN"]
-    assert token == {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "HF_TOKEN"}}}
+    assert token == {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "HF_TOKEN", "optional": True}}}
 
 
 def test_no_token_env_without_secret() -> None:

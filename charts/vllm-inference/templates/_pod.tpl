@@ -189,6 +189,7 @@ from its Secret, the NCCL/libfabric settings of multi-node and EFA pods, then ex
     secretKeyRef:
       name: {{ $hfToken.name }}
       key: {{ $hfToken.key | quote }}
+      optional: {{ $hfToken.optional }}
 {{- end }}
 {{- end }}
 {{- if include "vllm-inference.ncclEnv" . }}
@@ -315,6 +316,7 @@ limits:
 - name: hf-token
   secret:
     secretName: {{ $hfToken.name }}
+    optional: {{ $hfToken.optional }}
     defaultMode: 0444
     items:
       - key: {{ $hfToken.key | quote }}

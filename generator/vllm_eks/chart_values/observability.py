@@ -237,6 +237,10 @@ def autoscaling_for(plan: Plan) -> Autoscaling:
     )
 
 
+# The Ray Serve PodMonitor exists only for the RayService topologies (templates/podmonitor.yaml).
+TOPOLOGY_SECTIONS: dict[str, frozenset[str]] = {"monitors.rayServe": frozenset({"ray-serve", "disaggregated"})}
+
+
 def build_values(plan: Plan, options: ValuesOptions) -> ObservabilityValues:
     topology: Topology = plan.topology
     return ObservabilityValues(

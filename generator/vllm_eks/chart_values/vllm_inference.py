@@ -118,6 +118,9 @@ class TokenSecret(ValuesModel):
     mount_as: Literal["env", "file"] = Field("env", description=(
         "env: HF_TOKEN from secretKeyRef. file: the key mounted read-only and HF_TOKEN_PATH "
         "pointing at it (keeps the token out of the process environment)"))
+    optional: bool = Field(True, description=(
+        "true: the pod starts without that Secret (public models need no token). false: a missing "
+        "Secret keeps the pod from starting (CreateContainerConfigError), for gated models"))
 
 
 class HuggingFace(ValuesModel):
@@ -568,6 +571,18 @@ def _model(plan: Plan, options: ValuesOptions) -> Model:
     token = TokenSecret(name=options.hf_token_secret or "") if kind == "huggingface" else TokenSecret()
     return Model(source=kind, name=source, served_model_name=plan.served_model_name,
                  huggingface=HuggingFace(token_secret=token), pvc=pvc)
+
+
+# Sections the chart reads only for some topologies (LeaderWorkerSet group and its helm test
+# diagnostics; the RayService's Ray image, Serve settings and phases): a generated values file
+# for another topology leaves them out.
+TOPOLOGY_SECTIONS: dict[str, frozenset[str]] = {
+    "multiNode": frozenset({"multi-node"}),
+    "diagnostics": frozenset({"multi-node"}),
+    "ray": frozenset({"ray-serve", "disaggregated"}),
+    "rayServe": frozenset({"ray-serve", "disaggregated"}),
+    "disaggregated": frozenset({"disaggregated"}),
+}
 
 
 def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:

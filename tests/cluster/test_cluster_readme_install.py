@@ -1,0 +1,133 @@
+"""The README's "Install on a cluster" commands (the block marked install:commands), run as
+written against the tier's control plane, so the README cannot drift from what installs.
+
+What differs from a user's shell, and why:
+- `my-values` becomes a folder under pytest's tmp_path (the only text substituted), so the run
+  writes nothing into the repository;
+- the shell's environment: KUBECONFIG points at the test cluster, Helm gets a private home, and
+  the tier's kubectl (.tools/cluster/bin) is on PATH; the block's own `export PATH=...` runs as is;
+- after the command that writes the values folder, the test creates the kwok GPU nodes Karpenter
+  would launch for the folder's pool (the cloud's part, not a README command).
+Every command runs in one bash process, in order; the first failure fails the test with that
+command and its output."""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cluster.controlplane import bin_dir
+from tests.cluster.flows import cleanup, ready_pods
+from tests.cluster.kube import Cluster
+from tests.cluster.scenarios import REPO_ROOT, Scenario
+from tests.cluster.shapes import daemonset_requests, nodes_for, pod_groups, render_scenario_chart, scenario_shapes, shape_for
+from tests.harness.readme_blocks import argv, blocks, commands
+
+pytestmark = pytest.mark.cluster
+
+FOLDER = "my-values"          # the README's values folder, the one substitution
+COMMAND_TIMEOUT_S = 300
+
+
+class Shell:
+    """One bash process fed one command at a time; stdout and stderr merged."""
+
+    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+        self.proc = subprocess.Popen(["bash", "--noprofile", "--norc"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     env=env, cwd=cwd, start_new_session=True)
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.marker = f"__readme_rc_{os.getpid()}__"
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def run(self, command: str) -> tuple[int, str]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{command}\necho \"{self.marker}$?\"\n")
+        self.proc.stdin.flush()
+        out: list[str] = []
+        deadline = time.monotonic() + COMMAND_TIMEOUT_S
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                return 124, "".join(out) + f"\n(timed out after {COMMAND_TIMEOUT_S} s)"
+            if line is None:
+                return 255, "".join(out) + "\n(the shell exited)"
+            if line.startswith(self.marker):
+                return int(line[len(self.marker):].strip()), "".join(out)
+            out.append(line)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.close()  # type: ignore[union-attr]
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, 9)
+
+
+def _without_setup_tools(path: str) -> list[str]:
+    """PATH entries minus .tools/bin (`make` puts it there): only the block's export may add it."""
+    tools = (REPO_ROOT / ".tools" / "bin").resolve()
+    return [p for p in path.split(os.pathsep) if p and Path(p).resolve() != tools]
+
+
+def _create_pool_nodes(folder: Path, namespace: str, gpu_nodes) -> list[str]:
+    """The GPU nodes Karpenter would launch for the values folder's pool, enough for its pods."""
+    scenario = Scenario("readme-install", folder)
+    shapes = scenario_shapes(scenario)
+    overhead = daemonset_requests(render_scenario_chart(scenario, "gpu-infra", namespace))
+    names: list[str] = []
+    for group in pod_groups(render_scenario_chart(scenario, "vllm-inference", namespace)):
+        shape = shape_for(group, shapes)
+        names += gpu_nodes(shape, nodes_for(group, shape, overhead))
+    return names
+
+
+def test_readme_install_commands_run_as_written(cluster: Cluster, gpu_nodes, tmp_path: Path) -> None:
+    block = blocks()["install:commands"]
+    assert FOLDER in block, f"the install block no longer names {FOLDER}: update this test's substitution"
+    steps = commands(block)
+    namespace = next(a[3] for a in map(argv, steps) if a[:3] == ["kubectl", "create", "namespace"])
+    releases = [a[2] for a in map(argv, steps) if a[:2] == ["helm", "install"]]
+    assert len(releases) == 3, steps
+    folder = tmp_path / FOLDER
+
+    home = tmp_path / "helm-home"
+    env = dict(os.environ)
+    env.update(KUBECONFIG=str(cluster.plane.kubeconfig), HELM_CONFIG_HOME=str(home / "config"),
+               HELM_CACHE_HOME=str(home / "cache"), HELM_DATA_HOME=str(home / "data"),
+               PATH=os.pathsep.join([str(bin_dir()), *_without_setup_tools(env.get("PATH", ""))]))
+    env.pop("VLLM_EKS_HELM", None)   # check-fit must find helm the way the README puts it on PATH
+    cluster.delete_namespace(namespace, wait=True)
+    shell = Shell(env, REPO_ROOT)
+    nodes: list[str] = []
+    try:
+        for step in steps:
+            rc, output = shell.run(step.replace(FOLDER, str(folder)))
+            assert rc == 0, f"README install command failed (exit {rc}): {step}\n{output}"
+            print(f"$ {step}\n{output}", end="")
+            if not nodes and (folder / "gpu-infra.yaml").is_file():
+                nodes = _create_pool_nodes(folder, namespace, gpu_nodes)
+        assert nodes, f"no command wrote {FOLDER}/gpu-infra.yaml"
+
+        deployed = cluster.helm_releases("helm4", namespace)
+        assert sorted(deployed) == sorted(releases), deployed
+        pods = ready_pods(cluster, namespace, f"app.kubernetes.io/instance={releases[1]}")
+        assert pods and all(p.spec.node_name in nodes for p in pods), \
+            [(p.metadata.name, p.spec.node_name) for p in pods]
+    finally:
+        shell.close()
+        cleanup(cluster, "helm4", namespace)
