@@ -13,7 +13,7 @@ import yaml
 
 from tests.harness import chart_contract, checkov, helm, validate_all
 from vllm_eks import contract
-from vllm_eks.chart_values.gpu_infra import GpuInfraValues
+from vllm_eks.chart_values.gpu_infra import GpuInfraValues, reserved_tag_key
 from vllm_eks.chart_values.schema import render_schema
 
 pytestmark = pytest.mark.render
@@ -178,8 +178,9 @@ def test_values_schema_is_generated_from_the_model() -> None:
     ({"pools": [{"name": "x", "instanceTypes": ["big gpu box"], "gpuLimit": 1}]}, "instanceTypes"),
     ({"clusterName": "prod/east"}, "clusterName"),
     ({"nodeRole": "arn:aws:iam::111122223333:role/nodes"}, "nodeRole"),
+    ({"ec2Tags": {"team": "x" * 257}}, "ec2Tags"),
 ], ids=["gpuLimit-0", "unknown-key", "al2-family", "imds-tokens", "duration", "bad-quantity", "zone",
-        "instance-type", "cluster-name", "node-role-arn"])
+        "instance-type", "cluster-name", "node-role-arn", "long-tag-value"])
 def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict, message: str) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))
@@ -213,6 +214,33 @@ def test_validate_helper_names_every_key(tmp_path: Path, bad: dict, keys: list[s
     assert "gpu-infra values are invalid" in text
     for key in keys:
         assert f"- {key}" in text, f"{key} not named in:\n{text}"
+
+
+def _karpenter_restricted_tag_keys(crd_dir: Path) -> list[str]:
+    """The tag keys the pinned EC2NodeClass CRD refuses, read from its CEL messages."""
+    crd = yaml.safe_load((crd_dir / "karpenter.k8s.aws_ec2nodeclasses.yaml").read_text())
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    rules = spec["properties"]["tags"]["x-kubernetes-validations"]
+    marker = "restricted tag matching "
+    return [r["message"].split(marker, 1)[1] for r in rules if marker in r["message"]]
+
+
+def test_reserved_ec2_tag_keys_are_refused_by_name(tmp_path: Path, crd_dir: Path) -> None:
+    """Every key the pinned Karpenter CRD restricts, plus AWS's aws: prefix in any case, is refused
+    by the chart (naming the key) and by the values model, before Karpenter's admission would."""
+    restricted = _karpenter_restricted_tag_keys(crd_dir)
+    assert len(restricted) >= 5, restricted
+    keys = [k.rstrip("/") + ("/prod" if k.endswith("/") else "") for k in restricted] + ["aws:cost", "AWS:team"]
+    keys += ["", "k" * 129]  # outside EC2's 1-128 characters
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({"ec2Tags": {k: "x" for k in keys}}))
+    with pytest.raises(helm.HelmError) as err:
+        helm.render(CHART, [path], helm="helm4", namespace=NAMESPACE)
+    for key in keys:
+        assert f"- ec2Tags: key {json.dumps(key)}" in str(err.value), key
+    for key in keys[:-2]:
+        assert reserved_tag_key(key), key
+    assert not reserved_tag_key("team") and not reserved_tag_key("kubernetes.io/created-for/pv/name")
 
 
 def _node_class(tmp_path: Path, values: dict) -> dict:

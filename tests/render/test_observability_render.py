@@ -196,6 +196,9 @@ BAD_VALUES = [
     ({"metrics": {"job": ""}}, "metrics.job"),
     ({"metrics": {"interval": "15s", "scrapeTimeout": "1m"}}, "metrics.scrapeTimeout"),
     ({"metrics": {"interval": "1m", "scrapeTimeout": "1m0s500ms"}}, "metrics.scrapeTimeout"),
+    ({"rules": {"podRegex": "vllm-(?!prefill).*"}}, "rules.podRegex"),  # lookahead: not RE2
+    ({"rules": {"podRegex": "(vllm)-\\1"}}, "rules.podRegex"),  # backreference: not RE2
+    ({"rules": {"podRegex": "vllm-[a-"}}, "rules.podRegex"),
 ]
 
 

@@ -4,6 +4,7 @@ coverage: every alert has at least one firing and one silent case, and a runbook
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -47,6 +48,16 @@ def test_promtool_check_rules(values_file: Path, tmp_path: Path) -> None:
         return
     out = promtool.check_rules(promtool.write_rule_file(rule, tmp_path / "rules.yaml"))
     assert "SUCCESS" in out, out
+
+
+def test_pod_regex_reaches_the_restart_alert_as_written(tmp_path: Path) -> None:
+    """A valid RE2 pattern, with the escapes and classes users write, passes the chart's compile
+    check and arrives in the PromQL matcher unchanged; promtool accepts the rule."""
+    regex = r"vllm-(prefill|decode)-[0-9a-f]+\.x"
+    rule = _rule([VALUES_FILES[0]], set_values={"rules.podRegex": regex})
+    exprs = [a["expr"] for a in _alerts(rule) if "kube_pod_container_status_restarts_total" in a["expr"]]
+    assert exprs and all(f"pod=~{json.dumps(regex)}" in e for e in exprs), exprs
+    assert "SUCCESS" in promtool.check_rules(promtool.write_rule_file(rule, tmp_path / "rules.yaml"))
 
 
 @pytest.mark.parametrize("values_file", VALUES_FILES, ids=_id)

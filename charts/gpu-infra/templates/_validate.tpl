@@ -19,6 +19,8 @@ message.
 {{- $out = print $out (include "gpu-infra.validateValues.disruptionBudgets" .) -}}
 {{- $out = print $out (include "gpu-infra.validateValues.efaDevicePlugin" .) -}}
 {{- $out = print $out (include "gpu-infra.validateValues.securityExceptions" .) -}}
+{{- $out = print $out (include "gpu-infra.validateValues.ec2Tags" .) -}}
+{{- $out = print $out (include "gpu-infra.validateValues.nodeLabelKeys" .) -}}
 {{- $errors := compact (splitList "\n" $out) -}}
 {{- if $errors -}}
 {{- fail (printf "\n\ngpu-infra values are invalid:\n  - %s\n" (join "\n  - " $errors)) -}}
@@ -144,6 +146,56 @@ message.
 {{- range $i, $p := (include "gpu-infra.pools" . | fromJson).pools -}}
 {{- if and (not $p.rootVolume.encrypted) (not $allow.unencryptedVolumes) -}}
 {{- printf "pools[%d].rootVolume.encrypted: false leaves the model and node data unencrypted; keep true or set securityExceptions.unencryptedVolumes: true\n" $i -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+ec2Tags keys EC2 accepts (1 to 128 characters; the schema cannot name ec2Tags in a propertyNames
+error), and keys nobody may set: AWS reserves the aws: prefix (any case), and Karpenter's EC2NodeClass
+refuses the tags it writes itself (CEL rules on spec.tags). Same list as RESERVED_TAG_KEYS in
+generator/vllm_eks/chart_values/gpu_infra.py.
+*/}}
+{{- define "gpu-infra.validateValues.ec2Tags" -}}
+{{- $reservedKeys := list "eks:eks-cluster-name" "karpenter.sh/nodepool" "karpenter.sh/nodeclaim" "karpenter.k8s.aws/ec2nodeclass" -}}
+{{- range $key, $_ := .Values.ec2Tags -}}
+{{- if or (not $key) (gt (len $key) 128) -}}
+{{- printf "ec2Tags: key %q must have 1 to 128 characters (EC2 tag key limit)\n" (trunc 140 $key) -}}
+{{- else if hasPrefix "aws:" (lower $key) -}}
+{{- printf "ec2Tags: key %q uses the aws: prefix, which AWS reserves\n" $key -}}
+{{- else if hasPrefix "kubernetes.io/cluster" $key -}}
+{{- printf "ec2Tags: key %q is reserved (Karpenter and the EKS cloud provider own kubernetes.io/cluster*)\n" $key -}}
+{{- else if has $key $reservedKeys -}}
+{{- printf "ec2Tags: key %q is set by Karpenter itself; Karpenter refuses it in an EC2NodeClass\n" $key -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Node label keys the API server accepts (metadataKeyErrors), in poolDefaults and every pool. */}}
+{{- define "gpu-infra.validateValues.nodeLabelKeys" -}}
+{{- include "gpu-infra.metadataKeyErrors" (dict "path" "poolDefaults.labels" "map" .Values.poolDefaults.labels) -}}
+{{- range $i, $p := .Values.pools -}}
+{{- include "gpu-infra.metadataKeyErrors" (dict "path" (printf "pools[%d].labels" $i) "map" $p.labels) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Keys of one label/annotation map that the API server refuses: an optional DNS-subdomain prefix (at
+most 253 characters) and '/', then a name of at most 63 characters (alphanumerics at both ends;
+'-', '_', '.' inside). The same rule in every chart of the suite (tests/render/test_metadata_keys.py).
+Usage: include "gpu-infra.metadataKeyErrors" (dict "path" "labels" "map" .Values.labels)
+*/}}
+{{- define "gpu-infra.metadataKeyErrors" -}}
+{{- $path := .path -}}
+{{- range $key := keys (.map | default dict) | sortAlpha -}}
+{{- $prefix := "" -}}{{- $name := $key -}}
+{{- if contains "/" $key -}}
+{{- $prefix = regexReplaceAll "/.*$" $key "" -}}{{- $name = regexReplaceAll "^[^/]*/" $key "" -}}
+{{- end -}}
+{{- $nameOk := and (regexMatch "^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$" $name) (le (len $name) 63) -}}
+{{- $prefixOk := or (not (contains "/" $key)) (and (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" $prefix) (le (len $prefix) 253)) -}}
+{{- if not (and $nameOk $prefixOk) -}}
+{{- printf "%s: key %q is not a Kubernetes key (optional DNS-subdomain prefix and '/', then at most 63 characters: alphanumerics at both ends, '-', '_', '.' inside)\n" $path (trunc 330 $key) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

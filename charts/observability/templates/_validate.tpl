@@ -15,6 +15,8 @@ a key set to null passes it, and renders with --skip-schema-validation rely on t
 {{- $out = print $out (include "observability.validateValues.metricsJob" .) -}}
 {{- $out = print $out (include "observability.validateValues.runbookBaseUrl" .) -}}
 {{- $out = print $out (include "observability.validateValues.scrapeTimeout" .) -}}
+{{- $out = print $out (include "observability.validateValues.podRegex" .) -}}
+{{- $out = print $out (include "observability.validateValues.metadataKeys" .) -}}
 {{- /* The autoscaling rules apply only where the ScaledObject renders. */ -}}
 {{- if and .Values.autoscaling.enabled (include "observability.kedaTopology" .) -}}
 {{- $out = print $out (include "observability.validateValues.scaleToZeroAllowed" .) -}}
@@ -132,6 +134,48 @@ a key set to null passes it, and renders with --skip-schema-validation rely on t
 {{- if and $m.interval $m.scrapeTimeout -}}
 {{- if gt (int (include "observability.durationMs" $m.scrapeTimeout)) (int (include "observability.durationMs" $m.interval)) -}}
 {{- printf "metrics.scrapeTimeout: %s exceeds metrics.interval %s (Prometheus rejects the scrape config)\n" $m.scrapeTimeout $m.interval -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+rules.podRegex compiles in Go's RE2 syntax, as PromQL anchors it (^(?:regex)$). regexMatch returns
+false, not an error, for a pattern that does not compile; the empty alternative after it matches
+every string, so the match is false only when the pattern cannot compile.
+*/}}
+{{- define "observability.validateValues.podRegex" -}}
+{{- $regex := .Values.rules.podRegex -}}
+{{- if and $regex (not (regexMatch (printf "^(?:%s)$|" $regex) "")) -}}
+{{- printf "rules.podRegex: %q is not a regular expression Prometheus can compile (RE2 syntax: no lookaround, no backreferences)\n" $regex -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Label and annotation keys the API server accepts (metadataKeyErrors). */}}
+{{- define "observability.validateValues.metadataKeys" -}}
+{{- $v := .Values -}}
+{{- $maps := dict "prometheus.monitorLabels" $v.prometheus.monitorLabels "monitors.vllm.matchLabels" $v.monitors.vllm.matchLabels "monitors.rayServe.matchLabels" $v.monitors.rayServe.matchLabels "monitors.dcgm.matchLabels" $v.monitors.dcgm.matchLabels "dashboards.sidecarLabels" $v.dashboards.sidecarLabels "dashboards.annotations" $v.dashboards.annotations -}}
+{{- range $path := keys $maps | sortAlpha -}}
+{{- include "observability.metadataKeyErrors" (dict "path" $path "map" (get $maps $path)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Keys of one label/annotation map that the API server refuses: an optional DNS-subdomain prefix (at
+most 253 characters) and '/', then a name of at most 63 characters (alphanumerics at both ends;
+'-', '_', '.' inside). The same rule in every chart of the suite (tests/render/test_metadata_keys.py).
+Usage: include "observability.metadataKeyErrors" (dict "path" "labels" "map" .Values.labels)
+*/}}
+{{- define "observability.metadataKeyErrors" -}}
+{{- $path := .path -}}
+{{- range $key := keys (.map | default dict) | sortAlpha -}}
+{{- $prefix := "" -}}{{- $name := $key -}}
+{{- if contains "/" $key -}}
+{{- $prefix = regexReplaceAll "/.*$" $key "" -}}{{- $name = regexReplaceAll "^[^/]*/" $key "" -}}
+{{- end -}}
+{{- $nameOk := and (regexMatch "^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$" $name) (le (len $name) 63) -}}
+{{- $prefixOk := or (not (contains "/" $key)) (and (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" $prefix) (le (len $prefix) 253)) -}}
+{{- if not (and $nameOk $prefixOk) -}}
+{{- printf "%s: key %q is not a Kubernetes key (optional DNS-subdomain prefix and '/', then at most 63 characters: alphanumerics at both ends, '-', '_', '.' inside)\n" $path (trunc 330 $key) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

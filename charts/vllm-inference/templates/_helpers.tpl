@@ -37,13 +37,18 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: server
 {{- end }}
 
-{{/* Kubernetes recommended labels for every object, then the user's extra labels. */}}
-{{- define "vllm-inference.labels" -}}
+{{/* The labels the chart sets on every object: selector and Kubernetes recommended labels. */}}
+{{- define "vllm-inference.chartLabels" -}}
 {{ include "vllm-inference.selectorLabels" . }}
 app.kubernetes.io/version: {{ include "vllm-inference.imageTag" . | trunc 63 | trimSuffix "-" | quote }}
 app.kubernetes.io/part-of: vllm-eks
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ include "vllm-inference.chart" . }}
+{{- end }}
+
+{{/* The chart's labels, then the user's extra labels (validateValues.metadataKeys keeps them apart). */}}
+{{- define "vllm-inference.labels" -}}
+{{ include "vllm-inference.chartLabels" . }}
 {{- with .Values.labels }}
 {{ toYaml . }}
 {{- end }}

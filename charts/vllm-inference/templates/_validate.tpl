@@ -31,6 +31,7 @@ with every message. It also runs when a user skips schema validation (helm
 {{- $out = print $out (include "vllm-inference.validateValues.nonRootUser" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.requestsWithinLimits" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.shmWithinMemoryLimit" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.metadataKeys" .) -}}
 {{- $errors := compact (splitList "\n" $out) -}}
 {{- if $errors -}}
 {{- fail (printf "\n\nvllm-inference: invalid values:\n- %s\n" (join "\n- " $errors)) -}}
@@ -384,6 +385,54 @@ A Kubernetes quantity (the schema has checked its form) as a float in base units
 {{- if and $lim .Values.shm.sizeLimit -}}
 {{- if gt (float64 (include "vllm-inference.quantityValue" .Values.shm.sizeLimit)) (float64 (include "vllm-inference.quantityValue" $lim)) -}}
 {{- printf "shm.sizeLimit: %v is above resources.limits.memory %v; /dev/shm is memory-backed and counts against that limit\n" .Values.shm.sizeLimit $lim -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Label, annotation and nodeSelector keys the API server accepts (metadataKeyErrors). Extra labels
+must not repeat a label the chart sets: the rendered map would hold the key twice, and a changed
+selector label leaves the pods outside their workload's selector. Extra annotations must not
+repeat one the chart sets on the pods.
+*/}}
+{{- define "vllm-inference.validateValues.metadataKeys" -}}
+{{- $v := .Values -}}
+{{- $maps := dict "labels" $v.labels "podLabels" $v.podLabels "annotations" $v.annotations "podAnnotations" $v.podAnnotations "service.annotations" $v.service.annotations "serviceAccount.annotations" $v.serviceAccount.annotations "scheduling.nodeSelector" $v.scheduling.nodeSelector "ray.head.nodeSelector" $v.ray.head.nodeSelector -}}
+{{- range $path := keys $maps | sortAlpha -}}
+{{- include "vllm-inference.metadataKeyErrors" (dict "path" $path "map" (get $maps $path)) -}}
+{{- end -}}
+{{- $chartLabels := include "vllm-inference.chartLabels" . | fromYaml | keys -}}
+{{- range $path := list "labels" "podLabels" -}}
+{{- range $key := keys (get $maps $path | default dict) | sortAlpha -}}
+{{- if has $key $chartLabels -}}
+{{- printf "%s: %q is a label the chart sets itself (selector and recommended labels); choose another key\n" $path $key -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range $path := list "annotations" "podAnnotations" -}}
+{{- if hasKey (get $maps $path | default dict) "ray.io/overwrite-container-cmd" -}}
+{{- printf "%s: \"ray.io/overwrite-container-cmd\" is an annotation the chart sets on the Ray pods; choose another key\n" $path -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Keys of one label/annotation map that the API server refuses: an optional DNS-subdomain prefix (at
+most 253 characters) and '/', then a name of at most 63 characters (alphanumerics at both ends;
+'-', '_', '.' inside). The same rule in every chart of the suite (tests/render/test_metadata_keys.py).
+Usage: include "vllm-inference.metadataKeyErrors" (dict "path" "labels" "map" .Values.labels)
+*/}}
+{{- define "vllm-inference.metadataKeyErrors" -}}
+{{- $path := .path -}}
+{{- range $key := keys (.map | default dict) | sortAlpha -}}
+{{- $prefix := "" -}}{{- $name := $key -}}
+{{- if contains "/" $key -}}
+{{- $prefix = regexReplaceAll "/.*$" $key "" -}}{{- $name = regexReplaceAll "^[^/]*/" $key "" -}}
+{{- end -}}
+{{- $nameOk := and (regexMatch "^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$" $name) (le (len $name) 63) -}}
+{{- $prefixOk := or (not (contains "/" $key)) (and (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" $prefix) (le (len $prefix) 253)) -}}
+{{- if not (and $nameOk $prefixOk) -}}
+{{- printf "%s: key %q is not a Kubernetes key (optional DNS-subdomain prefix and '/', then at most 63 characters: alphanumerics at both ends, '-', '_', '.' inside)\n" $path (trunc 330 $key) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

@@ -20,6 +20,10 @@ DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-
 OPTIONAL_DNS1123_SUBDOMAIN = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$"
 # A label value: at most 63 characters (the schema sets maxLength), alphanumerics at both ends.
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+# A map of Kubernetes labels: the schema checks each value. Keys (an optional DNS-subdomain
+# prefix and '/', then a name) are checked by each chart's validateValues.metadataKeys helper,
+# because Helm 4 reports a propertyNames failure without the path of the map.
+LabelMap = dict[str, Annotated[str, Field(pattern=LABEL_VALUE, max_length=63)]]
 
 # AWS names the charts pass on: an availability zone (us-east-1a; local zones us-west-2-lax-1a),
 # an EKS cluster name (CreateCluster: 1-100 characters, alphanumeric first), an IAM role ARN

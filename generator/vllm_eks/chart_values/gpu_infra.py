@@ -10,20 +10,32 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from .. import contract
 from ..errors import InvalidOptionError
 from ..plan import Plan
 from ..request import EC2_INSTANCE_TYPE
-from .base import AVAILABILITY_ZONE, CAPACITY_RESERVATION_ID, EKS_CLUSTER_NAME, Quantity, ValuesModel
+from ..sizing import DCGM_EXPORTER, EFA_DEVICE_PLUGIN, NVIDIA_DEVICE_PLUGIN, DaemonSetFootprint
+from ..units import GIB, bytes_quantity, cpu_quantity
+from .base import AVAILABILITY_ZONE, CAPACITY_RESERVATION_ID, EKS_CLUSTER_NAME, LabelMap, Quantity, ValuesModel
+from .options import ValuesOptions, efa_zone
 
 Zone = Annotated[str, Field(pattern=AVAILABILITY_ZONE, max_length=64)]
 InstanceType = Annotated[str, Field(pattern=EC2_INSTANCE_TYPE, max_length=64)]
-from .options import ValuesOptions, efa_zone
+# EC2 tag values are at most 256 characters. Keys (1-128 characters) are checked by a validator,
+# not by `propertyNames` in the schema: Helm 4 reports a propertyNames error at the document root,
+# without naming ec2Tags.
+Ec2TagValue = Annotated[str, Field(max_length=256)]
+# Keys nobody may set: AWS reserves the aws: prefix; Karpenter's EC2NodeClass refuses the tags it
+# writes itself (CEL rules on spec.tags in karpenter.k8s.aws_ec2nodeclasses.yaml). The chart's
+# gpu-infra.validateValues.ec2Tags helper checks the same list.
+RESERVED_TAG_KEYS = ("eks:eks-cluster-name", "karpenter.sh/nodepool", "karpenter.sh/nodeclaim",
+                     "karpenter.k8s.aws/ec2nodeclass")
 
-from ..sizing import DCGM_EXPORTER, EFA_DEVICE_PLUGIN, NVIDIA_DEVICE_PLUGIN, DaemonSetFootprint
-from ..units import GIB, bytes_quantity, cpu_quantity
+
+def reserved_tag_key(key: str) -> bool:
+    return key.lower().startswith("aws:") or key.startswith("kubernetes.io/cluster") or key in RESERVED_TAG_KEYS
 
 # Pinned versions. Each was the newest release found when pinned; bump them deliberately.
 # AL2023 EKS AMI release v20260903 (awslabs/amazon-eks-ami releases; the AL2023 1.35.7-20260903
@@ -166,7 +178,7 @@ class PoolDefaults(ValuesModel):
     zones: list[Zone] = Field(default_factory=list, description="Availability zones; one zone required on EFA pools")
     efa: bool = Field(default=False, description="Pool serves pods that request EFA interfaces")
     weight: int = Field(default=10, ge=1, le=100, description="NodePool weight (higher is tried first)")
-    labels: dict[str, str] = Field(default_factory=dict, description="Extra node labels")
+    labels: LabelMap = Field(default_factory=dict, description="Extra node labels")
     instance_store_policy: Literal["RAID0"] | None = Field(
         default=None, description="RAID0: put kubelet and containerd storage on the local NVMe disks")
     root_volume: RootVolume = Field(default_factory=RootVolume,
@@ -211,7 +223,7 @@ class Pool(ValuesModel):
     zones: list[Zone] | None = Field(default=None, description="Availability zones; exactly one on EFA pools")
     efa: bool | None = Field(default=None, description="Pool serves pods that request EFA interfaces")
     weight: int | None = Field(default=None, ge=1, le=100, description="NodePool weight (higher is tried first)")
-    labels: dict[str, str] | None = Field(default=None, description="Extra node labels")
+    labels: LabelMap | None = Field(default=None, description="Extra node labels")
     instance_store_policy: Literal["RAID0"] | None = Field(
         default=None, description="RAID0 where the instance has local NVMe disks")
     root_volume: RootVolumeOverride | None = Field(default=None, description="Overrides of poolDefaults.rootVolume")
@@ -236,8 +248,11 @@ class GpuInfraValues(ValuesModel):
     node_role: str = Field(default="", pattern=r"^([A-Za-z0-9+=,.@_-]{1,64})?$", description=(
         "IAM role name of the nodes (EC2NodeClass spec.role); empty: KarpenterNodeRole-<clusterName>"))
     discovery: Discovery = Field(description="Tag that selects subnets and security groups")
-    ec2_tags: dict[str, str] = Field(default_factory=lambda: {"workload": "llm-inference"},
-                                     description="Tags on instances and volumes, for cost allocation")
+    ec2_tags: dict[str, Ec2TagValue] = Field(
+        default_factory=lambda: {"workload": "llm-inference"},
+        description=("Tags on instances and volumes, for cost allocation. Not the aws: prefix, "
+                     "kubernetes.io/cluster*, eks:eks-cluster-name or Karpenter's own keys "
+                     "(karpenter.sh/nodepool, karpenter.sh/nodeclaim, karpenter.k8s.aws/ec2nodeclass)"))
     metadata_options: MetadataOptions = Field(default_factory=MetadataOptions, description="IMDS settings")
     security_exceptions: SecurityExceptions = Field(
         default_factory=SecurityExceptions, description="Explicit permission for insecure node settings")
@@ -264,6 +279,18 @@ class GpuInfraValues(ValuesModel):
                                 limits=ResourceQuantities(cpu="500m", memory="1Gi"))),
         description="DCGM exporter: GPU metrics")
     network_policy: NetworkPolicy = Field(default_factory=NetworkPolicy, description="NetworkPolicies of the DaemonSets")
+
+    @field_validator("ec2_tags")
+    @classmethod
+    def _tag_keys_ec2_accepts(cls, tags: dict[str, str]) -> dict[str, str]:
+        badly_sized = sorted(k for k in tags if not 1 <= len(k) <= 128)
+        if badly_sized:
+            raise ValueError(f"ec2Tags: keys must have 1 to 128 characters, got {', '.join(map(repr, badly_sized))}")
+        reserved = sorted(k for k in tags if reserved_tag_key(k))
+        if reserved:
+            raise ValueError(f"ec2Tags: {', '.join(map(repr, reserved))} reserved by AWS or Karpenter "
+                             f"(the aws: prefix, kubernetes.io/cluster*, {', '.join(RESERVED_TAG_KEYS)})")
+        return tags
 
 
 def _requests(daemonset: DaemonSetFootprint) -> ResourceQuantities:
