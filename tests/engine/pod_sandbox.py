@@ -6,9 +6,10 @@ memory-backed /dev/shm), and the process runs as the pod's runAsUser/runAsGroup 
 its only supplementary group (`setpriv`), a numeric id with no /etc/passwd entry, as in the pod.
 
 Needs root (to create the namespace and switch ids); the test errors otherwise. Two things are
-not the pod's: the image's filesystem is this machine's (the engine venv under /root, made
-reachable read-only for that id through a tmpfs over /root holding read-only binds of the venv
-and its interpreter), and the model is a local stand-in bound read-only at MODEL_MOUNT.
+not the pod's: the image's filesystem is this machine's (the engine venv, its interpreter and the
+engine tier's scripts, bound read-only at their own paths and made reachable for that id even
+under a 0700 folder or a path a volume covers), and the model is a local stand-in bound
+read-only at MODEL_MOUNT.
 Nothing outside the namespace changes: remounts there do not propagate (`--propagation private`)."""
 
 from __future__ import annotations
@@ -77,20 +78,29 @@ class PodSandbox:
         self.readonly_binds[MODEL_MOUNT] = copy
         return MODEL_MOUNT
 
-    def wrapper(self, root_paths: list[Path]) -> list[str]:
+    def wrapper(self, image_paths: list[Path]) -> list[str]:
         """argv prefix: builds the namespace, then execs the command as the pod's ids.
-        `root_paths` are host paths under /root the process must read (the engine venv and its
-        interpreter)."""
+        `image_paths` are host paths the process reads as if its image held them (the engine
+        venv, its interpreter, the engine tier's scripts). Each is bound read-only at its own
+        path, reachable for the pod's id wherever it lives: under a folder that id cannot
+        traverse (/root, a 0700 mktemp folder) or under a path a volume covers (/tmp)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         q = shlex.quote
         lines = ["set -eu", "mount --make-rprivate /"]
         stage = self.workdir / "stage"
-        # 1. /root is 0700: a tmpfs over it holding read-only binds of what must be read.
-        if root_paths:
-            for i, p in enumerate(root_paths):
-                lines += [f"mkdir -p {q(str(stage / str(i)))}", f"mount --bind {q(str(p))} {q(str(stage / str(i)))}"]
-            lines.append("mount -t tmpfs -o mode=0755 sandbox-root /root")
-            for i, p in enumerate(root_paths):
+        images = [Path(os.path.realpath(p)) for p in image_paths]
+        for i, p in enumerate(images):
+            lines += [f"mkdir -p {q(str(stage / str(i)))}", f"mount --bind {q(str(p))} {q(str(stage / str(i)))}"]
+        under_volume = {i for i, p in enumerate(images) if any(str(p).startswith(t + "/") for t in self.volumes)}
+        # 1. A tmpfs over each folder the pod's id cannot traverse, then every image path that no
+        #    volume covers bound back read-only at its own path (while the stage is still visible).
+        for folder in sorted({f for i, p in enumerate(images)
+                              if i not in under_volume and (f := _untraversable_ancestor(p))}):
+            if str(self.workdir).startswith(str(folder) + "/"):
+                raise SandboxUnavailable(f"{folder} holds the sandbox workdir and is not traversable for uid {self.uid}")
+            lines.append(f"mount -t tmpfs -o mode=0755 sandbox-hidden {q(str(folder))}")
+        for i, p in enumerate(images):
+            if i not in under_volume:
                 lines += [f"mkdir -p {q(str(p))}", f"mount --bind {q(str(stage / str(i)))} {q(str(p))}",
                           f"mount -o remount,bind,ro {q(str(p))}"]
         # 2. Mount points that do not exist on this machine: a tmpfs over each missing parent.
@@ -105,14 +115,21 @@ class PodSandbox:
                 made.add(str(parent))
         for t, host in self.readonly_binds.items():
             lines += [f"mkdir -p {q(t)}", f"mount --bind {q(str(host))} {q(t)}", f"mount -o remount,bind,ro {q(t)}"]
-        # a volume over a directory holding the stand-in folders (/tmp) is bound last, so the
-        # other binds still find their sources
+        # 3. The volumes. An image path under a volume's mount path (the venv under /tmp) is bound
+        #    into the volume's host folder first and carried along by --rbind, as an image file
+        #    under an emptyDir would not be: the command could not start otherwise. A volume over
+        #    the folder holding the stand-ins (/tmp) is bound last, so the others find their sources.
         ordered = sorted(self.volumes.items(), key=lambda kv: str(self.workdir).startswith(kv[0] + "/"))
         for t, host in ordered:
-            lines += [f"mkdir -p {q(t)}", f"mount --bind {q(str(host))} {q(t)}"]
+            for i, p in enumerate(images):
+                if str(p).startswith(t + "/"):
+                    inside = host / p.relative_to(t)
+                    lines += [f"mkdir -p {q(str(inside))}", f"mount --bind {q(str(stage / str(i)))} {q(str(inside))}",
+                              f"mount -o remount,bind,ro {q(str(inside))}"]
+            lines += [f"mkdir -p {q(t)}", f"mount --rbind {q(str(host))} {q(t)}"]
         if self.shm:
             lines.append("mount -t tmpfs -o mode=1777 sandbox-shm /dev/shm")
-        # 3. Everything else read-only: every mount that is not a volume, the kernel's or a device's.
+        # 4. Everything else read-only: every mount that is not a volume, the kernel's or a device's.
         keep = " ".join(q(t) for t in self.volumes)
         lines.append(
             "awk '{print $2}' /proc/self/mounts | sort -u | while read -r m; do "
@@ -132,3 +149,11 @@ class PodSandbox:
         for mount, host in self.volumes.items():
             out[mount] = sorted(f"{mount}/{p.relative_to(host)}" for p in host.rglob("*") if p.is_file())
         return out
+
+
+def _untraversable_ancestor(path: Path) -> Path | None:
+    """The outermost folder above `path` that other users may not enter (no o+x), if any."""
+    for folder in reversed(path.parents):
+        if folder != Path("/") and not folder.stat().st_mode & 0o001:
+            return folder
+    return None

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.engine_env import base_env, engine_venv
+from tests.engine.engine_env import SCRIPTS, base_env, engine_venv
 from tests.engine.pod_sandbox import PodSandbox
 from tests.engine.report import REPORT
 from tests.engine.server import VllmServer, free_port
@@ -54,7 +54,7 @@ def sandboxed(rendered_scenarios, tiny_models, engine_workdir: Path, server_pool
     box = PodSandbox.for_container(spec, container, engine_workdir / "pod-sandbox")
     model = box.bind_model(Path(run.tiny_path))
     venv = engine_venv()
-    wrapper = box.wrapper([venv.root, Path(os.path.realpath(venv.python)).parents[1]])
+    wrapper = box.wrapper([venv.root, Path(os.path.realpath(venv.python)).parents[1], SCRIPTS])
     env = {e["name"]: str(e["value"]) for e in container["env"] if "value" in e}
     env.update(run.sub.env)
     args = [a.replace(run.tiny_path, model) for a in run.sub.args]
@@ -70,8 +70,7 @@ def sandboxed(rendered_scenarios, tiny_models, engine_workdir: Path, server_pool
 def test_sandbox_root_is_read_only_and_volumes_writable(sandboxed) -> None:
     """The sandbox itself: the checks below would be empty if writes outside the volumes worked."""
     box, wrapper, env, container, _ = sandboxed
-    repo = str(Path(__file__).resolve().parents[2])
-    outside = ["/", "/etc", "/usr/local", "/var/cache", "/root", repo, str(engine_venv().root)]
+    outside = ["/", "/etc", "/usr/local", "/var/cache", "/root", str(SCRIPTS), str(engine_venv().root)]
     inside = [env[k] for k in ("HOME", "HF_HOME", "VLLM_CACHE_ROOT", "XDG_CACHE_HOME", "TMPDIR")] + ["/dev/shm"]
     full = base_env()
     full.update(env)
