@@ -151,8 +151,6 @@ def _sequence(items: list[Any], schema: dict[str, Any] | None, depth: int) -> li
             first = next(i for i, line in enumerate(body) if not line.lstrip().startswith("#"))
             body[first] = f"{indent}- {body[first].lstrip()}"
             lines += body
-        elif isinstance(item, list) and item:
-            lines.append(f"{indent}- {_scalar(item)}")
         else:
             lines.append(f"{indent}- {_scalar(item)}")
     return lines

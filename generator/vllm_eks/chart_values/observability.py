@@ -12,7 +12,7 @@ from pydantic import Field, model_validator
 
 from ..pools import HPA_MAX_PERIOD_SECONDS, KEDA_QUEUE_TARGET
 from ..plan import Plan
-from ..topology import Topology, keda_scales
+from ..topology import ON_RAY, Topology, keda_scales
 from .base import LABEL_VALUE, LabelMap, ValuesModel
 from .options import ValuesOptions
 
@@ -238,7 +238,7 @@ def autoscaling_for(plan: Plan) -> Autoscaling:
 
 
 # The Ray Serve PodMonitor exists only for the RayService topologies (templates/podmonitor.yaml).
-TOPOLOGY_SECTIONS: dict[str, frozenset[str]] = {"monitors.rayServe": frozenset({"ray-serve", "disaggregated"})}
+TOPOLOGY_SECTIONS: dict[str, frozenset[str]] = {"monitors.rayServe": frozenset(ON_RAY)}
 
 
 def build_values(plan: Plan, options: ValuesOptions) -> ObservabilityValues:

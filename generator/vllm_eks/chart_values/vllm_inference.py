@@ -15,7 +15,7 @@ from .. import contract
 from ..errors import InvalidOptionError, VllmEksError
 from ..plan import Plan
 from ..engine_settings import serve_flags
-from ..topology import Topology, keda_scales
+from ..topology import ON_RAY, Topology, keda_scales
 from .base import (DNS1123_LABEL, DNS1123_SUBDOMAIN, OPTIONAL_AVAILABILITY_ZONE, OPTIONAL_DNS1123_SUBDOMAIN,
                    LabelMap, OptionalQuantity, Quantity, ValuesModel)
 from .options import ValuesOptions, efa_zone
@@ -576,13 +576,14 @@ def _model(plan: Plan, options: ValuesOptions) -> Model:
 
 
 # Sections the chart reads only for some topologies (LeaderWorkerSet group and its helm test
-# diagnostics; the RayService's Ray image, Serve settings and phases): a generated values file
-# for another topology leaves them out.
+# diagnostics; the RayService's Ray image, Serve settings and phases; the server probes, which
+# KubeRay's own probes replace on Ray): a generated values file for another topology leaves them out.
 TOPOLOGY_SECTIONS: dict[str, frozenset[str]] = {
+    "probes": frozenset({"single-node", "multi-node"}),
     "multiNode": frozenset({"multi-node"}),
     "diagnostics": frozenset({"multi-node"}),
-    "ray": frozenset({"ray-serve", "disaggregated"}),
-    "rayServe": frozenset({"ray-serve", "disaggregated"}),
+    "ray": frozenset(ON_RAY),
+    "rayServe": frozenset(ON_RAY),
     "disaggregated": frozenset({"disaggregated"}),
 }
 
