@@ -1,6 +1,7 @@
 """Every chart refuses label, annotation and nodeSelector keys the API server would refuse, naming
 the map and the key, and renders keys it accepts. The three charts carry the same
-metadataKeyErrors helper; this test holds them to one rule."""
+metadataKeyErrors helper (written from tools/chart-templates by `make schemas`); this test holds
+each chart's use of it to one rule."""
 
 from __future__ import annotations
 

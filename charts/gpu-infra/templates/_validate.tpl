@@ -178,24 +178,3 @@ generator/vllm_eks/chart_values/gpu_infra.py.
 {{- include "gpu-infra.metadataKeyErrors" (dict "path" (printf "pools[%d].labels" $i) "map" $p.labels) -}}
 {{- end -}}
 {{- end -}}
-
-{{/*
-Keys of one label/annotation map that the API server refuses: an optional DNS-subdomain prefix (at
-most 253 characters) and '/', then a name of at most 63 characters (alphanumerics at both ends;
-'-', '_', '.' inside). The same rule in every chart of the suite (tests/render/test_metadata_keys.py).
-Usage: include "gpu-infra.metadataKeyErrors" (dict "path" "labels" "map" .Values.labels)
-*/}}
-{{- define "gpu-infra.metadataKeyErrors" -}}
-{{- $path := .path -}}
-{{- range $key := keys (.map | default dict) | sortAlpha -}}
-{{- $prefix := "" -}}{{- $name := $key -}}
-{{- if contains "/" $key -}}
-{{- $prefix = regexReplaceAll "/.*$" $key "" -}}{{- $name = regexReplaceAll "^[^/]*/" $key "" -}}
-{{- end -}}
-{{- $nameOk := and (regexMatch "^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$" $name) (le (len $name) 63) -}}
-{{- $prefixOk := or (not (contains "/" $key)) (and (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" $prefix) (le (len $prefix) 253)) -}}
-{{- if not (and $nameOk $prefixOk) -}}
-{{- printf "%s: key %q is not a Kubernetes key (optional DNS-subdomain prefix and '/', then at most 63 characters: alphanumerics at both ends, '-', '_', '.' inside)\n" $path (trunc 330 $key) -}}
-{{- end -}}
-{{- end -}}
-{{- end -}}
