@@ -216,7 +216,12 @@ def test_validate_helper_names_the_key(tmp_path: Path, helm_version: str, bad: d
     ({"rules": {"thresholds": {"kvCacheUsage": 1.5}}}, "kvCacheUsage"),
     ({"monitors": {"vllm": {"prot": "http"}}}, "prot"),
     ({"target": {"servedModelName": "x"}}, "servedModelName"),
-], ids=["topology", "threshold-type", "kv-range", "unknown-key", "removed-key"])
+    # label maps: keys and values the API server refuses in labels and selectors
+    ({"prometheus": {"monitorLabels": {"release": "kube prometheus"}}}, "monitorLabels"),
+    ({"monitors": {"dcgm": {"matchLabels": {"x" * 64: "y"}}}}, "matchLabels"),
+    ({"dashboards": {"annotations": {"grafana folder": "LLM"}}}, "annotations"),
+], ids=["topology", "threshold-type", "kv-range", "unknown-key", "removed-key", "label-value", "label-key",
+        "annotation-key"])
 def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict, fragment: str) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))

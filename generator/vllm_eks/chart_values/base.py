@@ -3,9 +3,10 @@ Python), unknown keys rejected, and the Kubernetes quantity types the schemas ch
 
 from __future__ import annotations
 
-from typing import Annotated
+import re
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from ..units import OPTIONAL_QUANTITY_PATTERN, QUANTITY_PATTERN
@@ -20,6 +21,13 @@ DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-
 OPTIONAL_DNS1123_SUBDOMAIN = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$"
 # A label value: at most 63 characters (the schema sets maxLength), alphanumerics at both ends.
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+# A label or annotation key (the API server's qualified name, k8s.io/apimachinery
+# IsQualifiedName): an optional DNS-1123 subdomain prefix of at most 253 characters and '/', then
+# a name of 1-63 characters of [A-Za-z0-9-_.], alphanumeric at both ends. The pattern bounds each
+# part of the prefix; the prefix's total length is checked apart (LONG_KEY_PREFIX).
+_DNS_LABEL_63 = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
+QUALIFIED_KEY = rf"^({_DNS_LABEL_63}(\.{_DNS_LABEL_63})*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{{0,61}}[A-Za-z0-9])?$"
+LONG_KEY_PREFIX = r"^[^/]{254,}/"
 
 # AWS names the charts pass on: an availability zone (us-east-1a; local zones us-west-2-lax-1a),
 # an EKS cluster name (CreateCluster: 1-100 characters, alphanumeric first), an IAM role ARN
@@ -29,6 +37,35 @@ OPTIONAL_AVAILABILITY_ZONE = r"^([a-z]{2}(-[a-z]+)+-[0-9]+([a-z]|-[a-z]+-[0-9]+[
 EKS_CLUSTER_NAME = r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$"
 IAM_ROLE_ARN = r"^arn:aws(-cn|-us-gov)?:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$"
 CAPACITY_RESERVATION_ID = r"^cr-[0-9a-z]+$"
+
+
+
+def _qualified_key(key: str) -> str:
+    if re.match(LONG_KEY_PREFIX, key):
+        raise ValueError(f"the prefix of {key!r} is longer than 253 characters")
+    return key
+
+
+QualifiedKey = Annotated[str, Field(pattern=QUALIFIED_KEY), AfterValidator(_qualified_key)]
+LabelValue = Annotated[str, Field(pattern=LABEL_VALUE, max_length=63)]
+
+
+def _key_syntax(schema: dict[str, Any]) -> None:
+    # A key must match QUALIFIED_KEY: patternProperties with additionalProperties false, so that
+    # Helm 3 and Helm 4 report a bad key as a property of its map, naming the map's path (Helm 4
+    # reports propertyNames errors without it). A key whose prefix is too long matches
+    # LONG_KEY_PREFIX as well, whose schema no value passes.
+    value = schema.pop("patternProperties", {}).popitem()[1] if "patternProperties" in schema else {}
+    schema["patternProperties"] = {
+        QUALIFIED_KEY: value or schema.get("additionalProperties") or {"type": "string"},
+        LONG_KEY_PREFIX: {"not": {}, "description": "a label key prefix is at most 253 characters"}}
+    schema["additionalProperties"] = False
+
+
+# Maps the charts write into metadata.labels, selectors or nodeSelector (label keys and values)
+# and into metadata.annotations (label keys, any string value).
+Labels = Annotated[dict[QualifiedKey, LabelValue], Field(json_schema_extra=_key_syntax)]
+Annotations = Annotated[dict[QualifiedKey, str], Field(json_schema_extra=_key_syntax)]
 
 
 class ValuesModel(BaseModel):

@@ -16,7 +16,7 @@ from .. import contract
 from ..errors import InvalidOptionError
 from ..plan import Plan
 from ..request import EC2_INSTANCE_TYPE
-from .base import AVAILABILITY_ZONE, CAPACITY_RESERVATION_ID, EKS_CLUSTER_NAME, Quantity, ValuesModel
+from .base import AVAILABILITY_ZONE, CAPACITY_RESERVATION_ID, EKS_CLUSTER_NAME, Labels, Quantity, ValuesModel
 
 Zone = Annotated[str, Field(pattern=AVAILABILITY_ZONE, max_length=64)]
 InstanceType = Annotated[str, Field(pattern=EC2_INSTANCE_TYPE, max_length=64)]
@@ -166,7 +166,7 @@ class PoolDefaults(ValuesModel):
     zones: list[Zone] = Field(default_factory=list, description="Availability zones; one zone required on EFA pools")
     efa: bool = Field(default=False, description="Pool serves pods that request EFA interfaces")
     weight: int = Field(default=10, ge=1, le=100, description="NodePool weight (higher is tried first)")
-    labels: dict[str, str] = Field(default_factory=dict, description="Extra node labels")
+    labels: Labels = Field(default_factory=dict, description="Extra node labels")
     instance_store_policy: Literal["RAID0"] | None = Field(
         default=None, description="RAID0: put kubelet and containerd storage on the local NVMe disks")
     root_volume: RootVolume = Field(default_factory=RootVolume,
@@ -211,7 +211,7 @@ class Pool(ValuesModel):
     zones: list[Zone] | None = Field(default=None, description="Availability zones; exactly one on EFA pools")
     efa: bool | None = Field(default=None, description="Pool serves pods that request EFA interfaces")
     weight: int | None = Field(default=None, ge=1, le=100, description="NodePool weight (higher is tried first)")
-    labels: dict[str, str] | None = Field(default=None, description="Extra node labels")
+    labels: Labels | None = Field(default=None, description="Extra node labels")
     instance_store_policy: Literal["RAID0"] | None = Field(
         default=None, description="RAID0 where the instance has local NVMe disks")
     root_volume: RootVolumeOverride | None = Field(default=None, description="Overrides of poolDefaults.rootVolume")

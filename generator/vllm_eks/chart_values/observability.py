@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 from ..pools import HPA_MAX_PERIOD_SECONDS, KEDA_QUEUE_TARGET
 from ..plan import Plan
 from ..topology import Topology, keda_scales
-from .base import LABEL_VALUE, ValuesModel
+from .base import LABEL_VALUE, Annotations, Labels, ValuesModel
 from .options import ValuesOptions
 
 # Chart name of the model server; its fullname helper (charts/vllm-inference/templates/_helpers.tpl)
@@ -42,7 +42,7 @@ class Target(ValuesModel):
 
 
 class Prometheus(ValuesModel):
-    monitor_labels: dict[str, str] = Field(
+    monitor_labels: Labels = Field(
         default_factory=lambda: {"release": "kube-prometheus-stack"},
         description="Labels on monitors and rules so the Prometheus selects them")
     server_address: str = Field(default="http://prometheus-operated.monitoring.svc:9090",
@@ -60,14 +60,14 @@ class VllmMonitor(ValuesModel):
     enabled: bool = Field(default=True, description="Render the model-server ServiceMonitor / PodMonitor")
     port: str = Field(default="http", min_length=1, description="Port name serving /metrics")
     path: str = Field(default="/metrics", pattern=r"^/", description="HTTP path of the metrics endpoint")
-    match_labels: dict[str, str] = Field(
+    match_labels: Labels = Field(
         default_factory=dict,
         description="Labels selecting the Service (single-node) or pods (multi-node). Empty: the vllm-inference labels")
 
 
 class RayServeMonitor(ValuesModel):
     port: str = Field(default="metrics", min_length=1, description="Ray container port name of the metrics agent")
-    match_labels: dict[str, str] = Field(
+    match_labels: Labels = Field(
         default_factory=dict,
         description="Labels selecting the RayService's Ray pods. Empty: ray.io/is-ray-node and the release instance")
 
@@ -75,7 +75,7 @@ class RayServeMonitor(ValuesModel):
 class DcgmMonitor(ValuesModel):
     enabled: bool = Field(default=True, description="Render the DCGM exporter ServiceMonitor and the GPU alerts")
     namespaces: list[str] = Field(default_factory=list, description="Namespaces of the exporter Service. Empty: all")
-    match_labels: dict[str, str] = Field(
+    match_labels: Labels = Field(
         default_factory=lambda: {"app.kubernetes.io/name": "gpu-infra",
                                  "app.kubernetes.io/component": "dcgm-exporter"},
         min_length=1, description="Labels selecting the DCGM exporter Service of charts/gpu-infra")
@@ -94,9 +94,9 @@ class Monitors(ValuesModel):
 class Dashboards(ValuesModel):
     enabled: bool = Field(default=True, description=(
         "Render the Grafana dashboard ConfigMaps; uid, title and file name are per release, so releases do not overwrite each other"))
-    sidecar_labels: dict[str, str] = Field(default_factory=lambda: {"grafana_dashboard": "1"}, min_length=1,
+    sidecar_labels: Labels = Field(default_factory=lambda: {"grafana_dashboard": "1"}, min_length=1,
                                            description="Label the Grafana dashboard sidecar watches for")
-    annotations: dict[str, str] = Field(default_factory=dict, description="Annotations on the dashboard ConfigMaps")
+    annotations: Annotations = Field(default_factory=dict, description="Annotations on the dashboard ConfigMaps")
 
 
 class Slo(ValuesModel):

@@ -16,7 +16,7 @@ from ..errors import InvalidOptionError, VllmEksError
 from ..plan import Plan
 from ..engine_settings import serve_flags
 from ..topology import Topology, keda_scales
-from .base import (DNS1123_LABEL, DNS1123_SUBDOMAIN, OPTIONAL_AVAILABILITY_ZONE, OPTIONAL_DNS1123_SUBDOMAIN,
+from .base import (DNS1123_LABEL, Annotations, Labels, DNS1123_SUBDOMAIN, OPTIONAL_AVAILABILITY_ZONE, OPTIONAL_DNS1123_SUBDOMAIN,
                    OptionalQuantity, Quantity, ValuesModel)
 from .options import ValuesOptions, efa_zone
 from ..units import bytes_quantity, cpu_quantity
@@ -268,7 +268,7 @@ class Scheduling(ValuesModel):
     zone: str = Field("", pattern=OPTIONAL_AVAILABILITY_ZONE, description=(
         "nodeSelector topology.kubernetes.io/zone: every pod of the release in this one availability "
         "zone. Required when efa.devices > 0 (EFA traffic does not cross zones)"))
-    node_selector: dict[str, str] = Field(default_factory=dict, description="Additional nodeSelector entries")
+    node_selector: Labels = Field(default_factory=dict, description="Additional nodeSelector entries")
     tolerations: list[Toleration] = Field(default_factory=list, description=(
         "Tolerations in addition to the nvidia.com/gpu:NoSchedule one the chart always sets"))
     affinity: dict[str, Any] = Field(default_factory=dict, description="Pod affinity/anti-affinity (Kubernetes Affinity)")
@@ -314,7 +314,7 @@ class Service(ValuesModel):
     type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = Field("ClusterIP", description="Service type")
     port: int = Field(8000, ge=1, le=65535, description=(
         "Service port (named http); the container always listens on 8000"))
-    annotations: dict[str, str] = Field(default_factory=dict, description="Service annotations")
+    annotations: Annotations = Field(default_factory=dict, description="Service annotations")
 
 
 class ServiceAccount(ValuesModel):
@@ -322,7 +322,7 @@ class ServiceAccount(ValuesModel):
     name: str = Field("", pattern=OPTIONAL_DNS1123_SUBDOMAIN, description=(
         "Name; empty: the release fullname. Required when create is false. EKS Pod Identity "
         "associations refer to this name"))
-    annotations: dict[str, str] = Field(default_factory=dict, description=(
+    annotations: Annotations = Field(default_factory=dict, description=(
         "Annotations, e.g. eks.amazonaws.com/role-arn for IRSA (S3 model source)"))
     automount_token: bool = Field(False, description=(
         "automountServiceAccountToken. vLLM never calls the Kubernetes API; IRSA and Pod Identity "
@@ -443,7 +443,7 @@ class RayHead(ValuesModel):
             requests=ResourceList(cpu="2", memory="8Gi", ephemeral_storage="20Gi"),
             limits=ResourceList(memory="8Gi")),
         description="Resources of the head pod (no GPU: it runs the Serve controller and proxy, never a model)")
-    node_selector: dict[str, str] = Field(default_factory=dict, description=(
+    node_selector: Labels = Field(default_factory=dict, description=(
         "nodeSelector of the head pod. It requests no GPU and stays off the GPU pool, so it lands "
         "on the cluster's general-purpose nodes"))
 
@@ -540,10 +540,10 @@ class VllmInferenceValues(ValuesModel):
     service_account: ServiceAccount = Field(default_factory=ServiceAccount, description="ServiceAccount of the pods")
     pod_disruption_budget: PodDisruptionBudget = Field(default_factory=PodDisruptionBudget, description="PodDisruptionBudget")
     test: HelmTest = Field(default_factory=HelmTest, description="helm test smoke request")
-    labels: dict[str, str] = Field(default_factory=dict, description="Extra labels on every object")
-    annotations: dict[str, str] = Field(default_factory=dict, description="Extra annotations on every object")
-    pod_labels: dict[str, str] = Field(default_factory=dict, description="Extra labels on the pods")
-    pod_annotations: dict[str, str] = Field(default_factory=dict, description="Extra annotations on the pods")
+    labels: Labels = Field(default_factory=dict, description="Extra labels on every object")
+    annotations: Annotations = Field(default_factory=dict, description="Extra annotations on every object")
+    pod_labels: Labels = Field(default_factory=dict, description="Extra labels on the pods")
+    pod_annotations: Annotations = Field(default_factory=dict, description="Extra annotations on the pods")
     extra_env: list[EnvVar] = Field(default_factory=list, description="Extra environment variables of the vLLM container")
     extra_volumes: list[dict[str, Any]] = Field(default_factory=list, description="Extra pod volumes (Kubernetes Volume objects)")
     extra_volume_mounts: list[dict[str, Any]] = Field(default_factory=list, description="Extra volumeMounts of the vLLM container")
