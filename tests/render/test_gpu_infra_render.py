@@ -205,7 +205,13 @@ def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict,
     ({"metadataOptions": {"httpTokens": "optional", "httpPutResponseHopLimit": 2},
       "poolDefaults": {"rootVolume": {"encrypted": False}}},
      ["metadataOptions.httpTokens", "metadataOptions.httpPutResponseHopLimit", "pools[0].rootVolume.encrypted"]),
-], ids=["latest-ami", "bottlerocket-plus-plugin", "efa-zone-plugin", "reservations", "several", "insecure-nodes"])
+    ({"nvidiaDevicePlugin": {"resources": {"requests": {"cpu": "250m", "memory": "64Mi"},
+                                           "limits": {"cpu": "200m", "memory": "256Mi"}}},
+      "dcgmExporter": {"resources": {"requests": {"cpu": "100m", "memory": "2Gi"},
+                                     "limits": {"cpu": "500m", "memory": "1Gi"}}}},
+     ["nvidiaDevicePlugin.resources.requests.cpu", "dcgmExporter.resources.requests.memory"]),
+], ids=["latest-ami", "bottlerocket-plus-plugin", "efa-zone-plugin", "reservations", "several", "insecure-nodes",
+        "requests-above-limits"])
 def test_validate_helper_names_every_key(tmp_path: Path, bad: dict, keys: list[str]) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))

@@ -19,6 +19,7 @@ message.
 {{- $out = print $out (include "gpu-infra.validateValues.disruptionBudgets" .) -}}
 {{- $out = print $out (include "gpu-infra.validateValues.efaDevicePlugin" .) -}}
 {{- $out = print $out (include "gpu-infra.validateValues.securityExceptions" .) -}}
+{{- $out = print $out (include "gpu-infra.validateValues.requestsWithinLimits" .) -}}
 {{- $errors := compact (splitList "\n" $out) -}}
 {{- if $errors -}}
 {{- fail (printf "\n\ngpu-infra values are invalid:\n  - %s\n" (join "\n  - " $errors)) -}}
@@ -144,6 +145,33 @@ message.
 {{- range $i, $p := (include "gpu-infra.pools" . | fromJson).pools -}}
 {{- if and (not $p.rootVolume.encrypted) (not $allow.unencryptedVolumes) -}}
 {{- printf "pools[%d].rootVolume.encrypted: false leaves the model and node data unencrypted; keep true or set securityExceptions.unencryptedVolumes: true\n" $i -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+A Kubernetes quantity (the schema has checked its form) as a float in base units: 1500m -> 1.5,
+16Gi -> 17179869184. Used only to compare two quantities.
+*/}}
+{{- define "gpu-infra.quantityValue" -}}
+{{- $q := toString . -}}
+{{- $number := regexFind "^[0-9]+([.][0-9]+)?" $q -}}
+{{- $scale := dict "" 1.0 "m" 0.001 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18
+    "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "Pi" 1125899906842624.0
+    "Ei" 1152921504606846976.0 -}}
+{{- mulf (float64 $number) (get $scale (trimPrefix $number $q)) -}}
+{{- end -}}
+
+{{/* Each DaemonSet's resource requests at most its limits (the API server rejects the pods otherwise). */}}
+{{- define "gpu-infra.validateValues.requestsWithinLimits" -}}
+{{- range $ds := list "nvidiaDevicePlugin" "efaDevicePlugin" "dcgmExporter" -}}
+{{- $r := (index $.Values $ds).resources -}}
+{{- range $name := list "cpu" "memory" -}}
+{{- $req := get $r.requests $name -}}
+{{- $lim := get $r.limits $name -}}
+{{- if gt (float64 (include "gpu-infra.quantityValue" $req)) (float64 (include "gpu-infra.quantityValue" $lim)) -}}
+{{- printf "%s.resources.requests.%s: %v is above %s.resources.limits.%s %v (a request may not exceed its limit)\n" $ds $name $req $ds $name $lim -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
