@@ -247,6 +247,16 @@ def test_secure_node_defaults(tmp_path: Path) -> None:
     assert all(b["ebs"]["encrypted"] for b in nc["spec"]["blockDeviceMappings"])
 
 
+def test_a_pool_named_like_a_number_stays_a_string(tmp_path: Path, crd_registry) -> None:
+    """Pool "1" is a valid name; rendered unquoted it became the YAML number 1 (NodePool, EC2NodeClass
+    and the pool label were invalid)."""
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump({"pools": [{"name": "1", "instanceTypes": ["g5.xlarge"], "gpuLimit": 1}]}))
+    objects = helm.render(CHART, [path], helm="helm4", namespace=NAMESPACE)
+    validate_all(objects, crd_registry)
+    assert {o["metadata"]["name"] for o in objects if o["kind"] in ("NodePool", "EC2NodeClass")} == {"1"}
+
+
 def test_cluster_name_drives_role_and_discovery(tmp_path: Path) -> None:
     nc = _node_class(tmp_path, {"clusterName": "prod-east"})
     assert nc["spec"]["role"] == "KarpenterNodeRole-prod-east"
