@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 from ..pools import HPA_MAX_PERIOD_SECONDS, KEDA_QUEUE_TARGET
 from ..plan import Plan
 from ..topology import Topology, keda_scales
-from .base import LABEL_VALUE, Annotations, Labels, ValuesModel
+from .base import DNS1123_LABEL, LABEL_VALUE, Annotations, Labels, ValuesModel
 from .options import ValuesOptions
 
 # Chart name of the model server; its fullname helper (charts/vllm-inference/templates/_helpers.tpl)
@@ -28,15 +28,19 @@ MIN_COOLDOWN_SECONDS = 600
 # decode pools of a disaggregated deployment need per-pool signals (left to their Plan replicas).
 Duration = str  # Prometheus duration, validated by pattern below
 DURATION_PATTERN = r"^([0-9]+(ms|s|m|h))+$"
+OPTIONAL_DNS1123_LABEL = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"
+# A port name (Kubernetes IANA_SVC_NAME, at most 15 characters): lower-case alphanumerics and
+# single inner hyphens, at least one letter. Monitors refer to Service and container ports by it.
+PORT_NAME = r"^([a-z0-9]+-)*[a-z0-9]*[a-z][a-z0-9]*(-[a-z0-9]+)*$"
 
 
 class Target(ValuesModel):
-    release: str = Field(default="vllm", min_length=1, max_length=53,
+    release: str = Field(default="vllm", min_length=1, max_length=53, pattern=DNS1123_LABEL,
                          description="Helm release name of charts/vllm-inference (its app.kubernetes.io/instance label)")
-    namespace: str = Field(default="", max_length=63,
+    namespace: str = Field(default="", max_length=63, pattern=OPTIONAL_DNS1123_LABEL,
                            description="Namespace of the model server; the ScaledObject is created there. "
                                        "Empty: the release namespace")
-    name: str = Field(default="", max_length=63,
+    name: str = Field(default="", max_length=63, pattern=OPTIONAL_DNS1123_LABEL,
                       description="Deployment / LeaderWorkerSet / RayService name (the vllm-inference fullname). "
                                   "Empty: computed like charts/vllm-inference does")
 
@@ -58,7 +62,7 @@ class Metrics(ValuesModel):
 
 class VllmMonitor(ValuesModel):
     enabled: bool = Field(default=True, description="Render the model-server ServiceMonitor / PodMonitor")
-    port: str = Field(default="http", min_length=1, description="Port name serving /metrics")
+    port: str = Field(default="http", pattern=PORT_NAME, max_length=15, description="Port name serving /metrics")
     path: str = Field(default="/metrics", pattern=r"^/", description="HTTP path of the metrics endpoint")
     match_labels: Labels = Field(
         default_factory=dict,
@@ -66,7 +70,8 @@ class VllmMonitor(ValuesModel):
 
 
 class RayServeMonitor(ValuesModel):
-    port: str = Field(default="metrics", min_length=1, description="Ray container port name of the metrics agent")
+    port: str = Field(default="metrics", pattern=PORT_NAME, max_length=15,
+                      description="Ray container port name of the metrics agent")
     match_labels: Labels = Field(
         default_factory=dict,
         description="Labels selecting the RayService's Ray pods. Empty: ray.io/is-ray-node and the release instance")
@@ -79,7 +84,7 @@ class DcgmMonitor(ValuesModel):
         default_factory=lambda: {"app.kubernetes.io/name": "gpu-infra",
                                  "app.kubernetes.io/component": "dcgm-exporter"},
         min_length=1, description="Labels selecting the DCGM exporter Service of charts/gpu-infra")
-    port: str = Field(default="metrics", min_length=1, description="Service port name serving /metrics")
+    port: str = Field(default="metrics", pattern=PORT_NAME, max_length=15, description="Service port name serving /metrics")
     job: str = Field(default="dcgm-exporter", min_length=1, pattern=LABEL_VALUE,
                      description="job label written on DCGM series; GPU alerts select on it")
     interval: Duration = Field(default="30s", pattern=DURATION_PATTERN, description="Scrape interval")
