@@ -247,6 +247,12 @@ def test_secure_node_defaults(tmp_path: Path) -> None:
     assert all(b["ebs"]["encrypted"] for b in nc["spec"]["blockDeviceMappings"])
 
 
+def test_pool_defaults_take_a_placement_group_by_name(tmp_path: Path) -> None:
+    """poolDefaults.placementGroup takes one of name or id; the schema used to require both."""
+    nc = _node_class(tmp_path, {"poolDefaults": {"placementGroup": {"name": "pg-llm"}}})
+    assert nc["spec"]["placementGroupSelector"] == {"name": "pg-llm"}
+
+
 def test_a_pool_named_like_a_number_stays_a_string(tmp_path: Path, crd_registry) -> None:
     """Pool "1" is a valid name; rendered unquoted it became the YAML number 1 (NodePool, EC2NodeClass
     and the pool label were invalid)."""

@@ -248,6 +248,28 @@ def test_schema_keeps_optional_fields_omittable_not_nullable() -> None:
     assert sc["runAsUser"]["type"] == "integer" and "anyOf" not in sc["runAsUser"]
 
 
+def test_schema_keeps_the_optional_fields_of_an_optional_model_omittable() -> None:
+    """An optional model (default None) with optional fields: setting one of them is enough
+    (gpu-infra poolDefaults.placementGroup used to require both name and id)."""
+    from pydantic import Field
+
+    from vllm_eks.chart_values.base import ValuesModel
+
+    class Inner(ValuesModel):
+        name: str | None = Field(None, description="a")
+        id: str | None = Field(None, description="b")
+
+    class Outer(ValuesModel):
+        inner: Inner | None = Field(None, description="optional")
+        kept: Inner = Field(default_factory=Inner, description="always there")
+
+    schema = values_schema(Outer, "x")
+    assert "required" not in schema["properties"]["inner"]
+    assert "required" not in schema["properties"]["kept"]
+    assert schema["required"] == ["kept"]
+    jsonschema.Draft7Validator(schema).validate({"inner": {"name": "a"}, "kept": {}})
+
+
 def test_schema_topology_lists_the_four_topologies() -> None:
     topo = values_schema(VllmInferenceValues, TITLE)["properties"]["topology"]
     assert topo["enum"] == ["single-node", "multi-node", "ray-serve", "disaggregated"]
