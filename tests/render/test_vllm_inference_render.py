@@ -414,7 +414,8 @@ SENTINEL = "hf_" + "RenderSentinel" * 3
     {"engine": {"extraArgs": ["--hf-token", SENTINEL]}},
     {"extraEnv": [{"name": "SOMETHING", "value": SENTINEL}]},
     {"extraVolumes": [{"name": "x", "configMap": {"name": SENTINEL}}]},
-    {"scheduling": {"affinity": {"nodeAffinity": {"note": SENTINEL}}}},
+    # below the affinity keys the schema checks, where any map passes the schema
+    {"scheduling": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"note": SENTINEL}}}}},
 ], ids=["podAnnotations", "labels", "service", "serviceAccount", "extraArgs", "extraEnv", "extraVolumes",
         "affinity"])
 def test_token_anywhere_in_values_is_rejected_and_not_echoed(values: dict, helm_version: str,

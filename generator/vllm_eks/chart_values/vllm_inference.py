@@ -260,6 +260,30 @@ class Toleration(ValuesModel):
     toleration_seconds: int | None = Field(None, ge=0, description="Only with effect NoExecute")
 
 
+# Kubernetes Affinity (core/v1): the chart passes it on as written. The keys of its first two
+# levels are checked here, so that a misspelt one is refused instead of rendering a pod spec the
+# API server refuses (strict field validation) or silently drops; the terms below are Kubernetes
+# objects, checked by the API server.
+class NodeAffinity(ValuesModel):
+    required_during_scheduling_ignored_during_execution: dict[str, Any] | None = Field(
+        None, description="NodeSelector: nodeSelectorTerms the node must match")
+    preferred_during_scheduling_ignored_during_execution: list[dict[str, Any]] | None = Field(
+        None, description="PreferredSchedulingTerms: weight and preference")
+
+
+class PodAffinity(ValuesModel):
+    required_during_scheduling_ignored_during_execution: list[dict[str, Any]] | None = Field(
+        None, description="PodAffinityTerms the pods must satisfy")
+    preferred_during_scheduling_ignored_during_execution: list[dict[str, Any]] | None = Field(
+        None, description="WeightedPodAffinityTerms: weight and podAffinityTerm")
+
+
+class Affinity(ValuesModel):
+    node_affinity: NodeAffinity | None = Field(None, description="Node affinity")
+    pod_affinity: PodAffinity | None = Field(None, description="Pod affinity")
+    pod_anti_affinity: PodAffinity | None = Field(None, description="Pod anti-affinity")
+
+
 class Scheduling(ValuesModel):
     pool: str = Field("", pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$", description=(
         "GPU pool (charts/gpu-infra NodePool) to run on: nodeSelector vllm-eks.io/pool; empty: any"))
@@ -271,7 +295,7 @@ class Scheduling(ValuesModel):
     node_selector: Labels = Field(default_factory=dict, description="Additional nodeSelector entries")
     tolerations: list[Toleration] = Field(default_factory=list, description=(
         "Tolerations in addition to the nvidia.com/gpu:NoSchedule one the chart always sets"))
-    affinity: dict[str, Any] = Field(default_factory=dict, description="Pod affinity/anti-affinity (Kubernetes Affinity)")
+    affinity: Affinity = Field(default_factory=Affinity, description="Pod affinity/anti-affinity (Kubernetes Affinity)")
     topology_spread_constraints: list[dict[str, Any]] = Field(default_factory=list, description=(
         "topologySpreadConstraints (Kubernetes objects); labelSelector defaults to the pod's selector labels"))
     priority_class_name: str = Field("", pattern=OPTIONAL_DNS1123_SUBDOMAIN, description="priorityClassName")
