@@ -17,6 +17,9 @@ OptionalQuantity = Annotated[str, Field(pattern=OPTIONAL_QUANTITY_PATTERN)]
 # Kubernetes names: a DNS-1123 label (namespaces, Helm releases, label-like names) and a
 # DNS-1123 subdomain (most object names).
 DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+OPTIONAL_DNS1123_LABEL = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"
+# A Service name (DNS-1035 label: a letter first), or empty.
+OPTIONAL_DNS1035_LABEL = r"^([a-z]([-a-z0-9]*[a-z0-9])?)?$"
 DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 OPTIONAL_DNS1123_SUBDOMAIN = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$"
 # A label value: at most 63 characters (the schema sets maxLength), alphanumerics at both ends.

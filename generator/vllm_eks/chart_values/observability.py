@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 from ..pools import HPA_MAX_PERIOD_SECONDS, KEDA_QUEUE_TARGET
 from ..plan import Plan
 from ..topology import Topology, keda_scales
-from .base import DNS1123_LABEL, LABEL_VALUE, Annotations, Labels, ValuesModel
+from .base import DNS1123_LABEL, LABEL_VALUE, OPTIONAL_DNS1123_LABEL, Annotations, Labels, ValuesModel
 from .options import ValuesOptions
 
 # Chart name of the model server; its fullname helper (charts/vllm-inference/templates/_helpers.tpl)
@@ -28,7 +28,6 @@ MIN_COOLDOWN_SECONDS = 600
 # decode pools of a disaggregated deployment need per-pool signals (left to their Plan replicas).
 Duration = str  # Prometheus duration, validated by pattern below
 DURATION_PATTERN = r"^([0-9]+(ms|s|m|h))+$"
-OPTIONAL_DNS1123_LABEL = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"
 # A port name (Kubernetes IANA_SVC_NAME, at most 15 characters): lower-case alphanumerics and
 # single inner hyphens, at least one letter. Monitors refer to Service and container ports by it.
 PORT_NAME = r"^([a-z0-9]+-)*[a-z0-9]*[a-z][a-z0-9]*(-[a-z0-9]+)*$"

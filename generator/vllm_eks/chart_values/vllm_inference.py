@@ -16,7 +16,7 @@ from ..errors import InvalidOptionError, VllmEksError
 from ..plan import Plan
 from ..engine_settings import serve_flags
 from ..topology import Topology, keda_scales
-from .base import (DNS1123_LABEL, Annotations, Labels, DNS1123_SUBDOMAIN, OPTIONAL_AVAILABILITY_ZONE, OPTIONAL_DNS1123_SUBDOMAIN,
+from .base import (DNS1123_LABEL, OPTIONAL_DNS1035_LABEL, OPTIONAL_DNS1123_LABEL, Annotations, Labels, DNS1123_SUBDOMAIN, OPTIONAL_AVAILABILITY_ZONE, OPTIONAL_DNS1123_SUBDOMAIN,
                    OptionalQuantity, Quantity, ValuesModel)
 from .options import ValuesOptions, efa_zone
 from ..units import bytes_quantity, cpu_quantity
@@ -519,8 +519,10 @@ class VllmInferenceValues(ValuesModel):
 
     global_: dict[str, Any] = Field(default_factory=dict, alias="global",
                                     description="Global values of a parent chart (unused here)")
-    name_override: str = Field("", description="Replaces the chart name in object names")
-    fullname_override: str = Field("", description="Replaces the full object name prefix")
+    name_override: str = Field("", pattern=OPTIONAL_DNS1123_LABEL, max_length=63, description=(
+        "Replaces the chart name in object names and the app.kubernetes.io/name label"))
+    fullname_override: str = Field("", pattern=OPTIONAL_DNS1035_LABEL, max_length=63, description=(
+        "Replaces the full object name prefix (also the Service name: a letter first)"))
     topology: Topology = Field("single-node", description=(
         "How a model copy is laid out. single-node: a Deployment, tensor parallel across one "
         "node's GPUs. multi-node: a LeaderWorkerSet, TP within each pod, pipeline stages across "
