@@ -180,8 +180,10 @@ def test_values_schema_is_generated_from_the_model() -> None:
     ({"nodeRole": "arn:aws:iam::111122223333:role/nodes"}, "nodeRole"),
     ({"pools": [{"name": "x", "instanceTypes": ["g5.xlarge"], "gpuLimit": 1, "labels": {"Team_A/x": "a"}}]},
      "labels"),
+    # rendered `budgets:` with no value, which the NodePool refuses
+    ({"poolDefaults": {"disruption": {"budgets": []}}}, "budgets"),
 ], ids=["gpuLimit-0", "unknown-key", "al2-family", "imds-tokens", "duration", "bad-quantity", "zone",
-        "instance-type", "cluster-name", "node-role-arn", "node-label-key"])
+        "instance-type", "cluster-name", "node-role-arn", "node-label-key", "no-budgets"])
 def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict, message: str) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))

@@ -149,8 +149,8 @@ class Disruption(ValuesModel):
         default="WhenEmpty", description="WhenEmpty: never move a serving pod to pack nodes tighter")
     consolidate_after: str = Field(default="10m", pattern=r"^(([0-9]+(s|m|h))+|Never)$",
                                    description="Wait this long after a node empties before removing it")
-    budgets: list[Budget] = Field(default_factory=lambda: [Budget(nodes="1")],
-                                  description="At most this many nodes of the pool disrupted at once")
+    budgets: list[Budget] = Field(default_factory=lambda: [Budget(nodes="1")], min_length=1, description=(
+        "At most this many nodes of the pool disrupted at once (at least one budget)"))
     expire_after: str = Field(default="720h", pattern=r"^(([0-9]+(s|m|h))+|Never)$",
                               description="Replace nodes this long after launch (patching)")
     termination_grace_period: str | None = Field(
@@ -190,7 +190,7 @@ class DisruptionOverride(ValuesModel):
         default=None, description="Karpenter consolidation policy")
     consolidate_after: str | None = Field(default=None, pattern=r"^(([0-9]+(s|m|h))+|Never)$",
                                           description="Wait this long after a node empties before removing it")
-    budgets: list[Budget] | None = Field(default=None, description="Disruption budgets")
+    budgets: list[Budget] | None = Field(default=None, min_length=1, description="Disruption budgets")
     expire_after: str | None = Field(default=None, pattern=r"^(([0-9]+(s|m|h))+|Never)$",
                                      description="Replace nodes this long after launch")
     termination_grace_period: str | None = Field(default=None, pattern=r"^([0-9]+(s|m|h))+$",
