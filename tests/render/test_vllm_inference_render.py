@@ -182,6 +182,19 @@ def test_labels_and_selectors(values_file: Path) -> None:
             assert not selector.items() <= obj["metadata"]["labels"].items()
 
 
+def test_pod_labels_win_over_labels_and_the_version_label_is_a_label_value(tmp_path: Path, crd_registry) -> None:
+    """podLabels and labels with one key were both written into the pod template (a duplicate key);
+    an image tag with '_' at an end made the version label invalid."""
+    values = tmp_path / "labels.yaml"
+    values.write_text(yaml.safe_dump({"labels": {"team": "a"}, "podLabels": {"team": "b"}, "image": {"tag": "_v1.0_"}}))
+    objects = helm.render(CHART, [values], namespace=NAMESPACE)
+    validate_all(objects, crd_registry)
+    deployment = one(objects, "Deployment")
+    assert deployment["metadata"]["labels"]["team"] == "a"
+    assert deployment["spec"]["template"]["metadata"]["labels"]["team"] == "b"
+    assert deployment["metadata"]["labels"]["app.kubernetes.io/version"] == "v1.0"
+
+
 @pytest.mark.parametrize("values_file", SINGLE_NODE_CI, ids=single_ids)
 def test_service_port_contract(values_file: Path) -> None:
     objects = rendered(values_file)

@@ -37,13 +37,20 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: server
 {{- end }}
 
-{{/* Kubernetes recommended labels for every object, then the user's extra labels. */}}
-{{- define "vllm-inference.labels" -}}
+{{/* Kubernetes recommended labels the chart sets on every object (validateValues.chartLabels
+keeps the user's labels off these keys). The version label is the image tag cut to a label value:
+at most 63 characters, alphanumeric at both ends. */}}
+{{- define "vllm-inference.chartLabels" -}}
 {{ include "vllm-inference.selectorLabels" . }}
-app.kubernetes.io/version: {{ include "vllm-inference.imageTag" . | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/version: {{ regexReplaceAll "^[^A-Za-z0-9]+|[^A-Za-z0-9]+$" (include "vllm-inference.imageTag" . | trunc 63) "" | quote }}
 app.kubernetes.io/part-of: vllm-eks
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ include "vllm-inference.chart" . }}
+{{- end }}
+
+{{/* The chart's labels for every object, then the user's extra labels. */}}
+{{- define "vllm-inference.labels" -}}
+{{ include "vllm-inference.chartLabels" . }}
 {{- with .Values.labels }}
 {{ toYaml . }}
 {{- end }}

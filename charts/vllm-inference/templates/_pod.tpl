@@ -5,10 +5,7 @@ workers, Ray head and workers). Each helper renders a YAML fragment at column 0;
 
 {{/* Pod template labels: the chart labels plus podLabels. */}}
 {{- define "vllm-inference.podLabels" -}}
-{{ include "vllm-inference.labels" . }}
-{{- with .Values.podLabels }}
-{{ toYaml . }}
-{{- end }}
+{{- toYaml (merge (dict) (.Values.podLabels | default dict) (include "vllm-inference.labels" . | fromYaml)) }}
 {{- end }}
 
 {{/* Pod template annotations (podAnnotations over annotations); may be empty. */}}

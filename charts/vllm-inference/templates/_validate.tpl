@@ -31,6 +31,7 @@ with every message. It also runs when a user skips schema validation (helm
 {{- $out = print $out (include "vllm-inference.validateValues.nonRootUser" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.requestsWithinLimits" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.shmWithinMemoryLimit" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.chartLabels" .) -}}
 {{- $errors := compact (splitList "\n" $out) -}}
 {{- if $errors -}}
 {{- fail (printf "\n\nvllm-inference: invalid values:\n- %s\n" (join "\n- " $errors)) -}}
@@ -384,6 +385,19 @@ A Kubernetes quantity (the schema has checked its form) as a float in base units
 {{- if and $lim .Values.shm.sizeLimit -}}
 {{- if gt (float64 (include "vllm-inference.quantityValue" .Values.shm.sizeLimit)) (float64 (include "vllm-inference.quantityValue" $lim)) -}}
 {{- printf "shm.sizeLimit: %v is above resources.limits.memory %v; /dev/shm is memory-backed and counts against that limit\n" .Values.shm.sizeLimit $lim -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The chart's own labels (the selector among them) are not the user's: a user label of the same
+key was written twice into every object (and, on the pods, would break the selector). */}}
+{{- define "vllm-inference.validateValues.chartLabels" -}}
+{{- $own := include "vllm-inference.chartLabels" . | fromYaml -}}
+{{- range $key := list "labels" "podLabels" -}}
+{{- range $label := keys (index $.Values $key | default dict) | sortAlpha -}}
+{{- if hasKey $own $label -}}
+{{- printf "%s.%s: set by the chart (%s: %s); use another label key\n" $key $label $label (get $own $label) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

@@ -32,6 +32,11 @@ _DNS_LABEL_63 = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
 QUALIFIED_KEY = rf"^({_DNS_LABEL_63}(\.{_DNS_LABEL_63})*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{{0,61}}[A-Za-z0-9])?$"
 LONG_KEY_PREFIX = r"^[^/]{254,}/"
 
+# An image tag (the OCI distribution reference grammar: a word character, then at most 127 of
+# word characters, '.' and '-'), or empty.
+IMAGE_TAG = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
+OPTIONAL_IMAGE_TAG = r"^([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$"
+
 # AWS names the charts pass on: an availability zone (us-east-1a; local zones us-west-2-lax-1a),
 # an EKS cluster name (CreateCluster: 1-100 characters, alphanumeric first), an IAM role ARN
 # (aws, aws-cn and aws-us-gov partitions) and an On-Demand Capacity Reservation id.

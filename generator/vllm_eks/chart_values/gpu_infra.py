@@ -16,7 +16,7 @@ from .. import contract
 from ..errors import InvalidOptionError
 from ..plan import Plan
 from ..request import EC2_INSTANCE_TYPE
-from .base import AVAILABILITY_ZONE, CAPACITY_RESERVATION_ID, EKS_CLUSTER_NAME, Labels, Quantity, ValuesModel
+from .base import AVAILABILITY_ZONE, CAPACITY_RESERVATION_ID, EKS_CLUSTER_NAME, IMAGE_TAG, Labels, Quantity, ValuesModel
 
 Zone = Annotated[str, Field(pattern=AVAILABILITY_ZONE, max_length=64)]
 InstanceType = Annotated[str, Field(pattern=EC2_INSTANCE_TYPE, max_length=64)]
@@ -50,7 +50,7 @@ GP3_THROUGHPUT_MIBPS = 1000
 
 class Image(ValuesModel):
     repository: str = Field(description="Image repository")
-    tag: str = Field(min_length=1, description="Pinned image tag (never `latest`)")
+    tag: str = Field(pattern=IMAGE_TAG, description="Pinned image tag (never `latest`)")
     pull_policy: Literal["IfNotPresent", "Always"] = Field(
         default="IfNotPresent", description="Kubernetes imagePullPolicy")
 

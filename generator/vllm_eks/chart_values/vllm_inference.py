@@ -16,7 +16,7 @@ from ..errors import InvalidOptionError, VllmEksError
 from ..plan import Plan
 from ..engine_settings import serve_flags
 from ..topology import Topology, keda_scales
-from .base import (DNS1123_LABEL, OPTIONAL_DNS1035_LABEL, OPTIONAL_DNS1123_LABEL, Annotations, Labels, DNS1123_SUBDOMAIN, OPTIONAL_AVAILABILITY_ZONE, OPTIONAL_DNS1123_SUBDOMAIN,
+from .base import (DNS1123_LABEL, IMAGE_TAG, OPTIONAL_IMAGE_TAG, OPTIONAL_DNS1035_LABEL, OPTIONAL_DNS1123_LABEL, Annotations, Labels, DNS1123_SUBDOMAIN, OPTIONAL_AVAILABILITY_ZONE, OPTIONAL_DNS1123_SUBDOMAIN,
                    OptionalQuantity, Quantity, ValuesModel)
 from .options import ValuesOptions, efa_zone
 from ..units import bytes_quantity, cpu_quantity
@@ -83,7 +83,8 @@ IntOrPercent = Annotated[int, Field(ge=0)] | Percent
 class Image(ValuesModel):
     repository: str = Field(VLLM_IMAGE_REPOSITORY, min_length=1, description=(
         "Image repository. The upstream image lacks aws-ofi-nccl (needed only for EFA, multi-node)."))
-    tag: str = Field("", description="Image tag; empty means the chart's appVersion (the pinned vLLM release)")
+    tag: str = Field("", pattern=OPTIONAL_IMAGE_TAG, description=(
+        "Image tag; empty means the chart's appVersion (the pinned vLLM release)"))
     digest: str = Field("", pattern=r"^(sha256:[a-f0-9]{64})?$", description=(
         "Image digest (sha256:...). When set the image is pulled by digest and the tag is ignored"))
     pull_policy: Literal["IfNotPresent", "Always", "Never"] = Field(
@@ -103,7 +104,7 @@ class ServerImage(Image):
 class TestImage(Image):
     repository: str = Field(TEST_IMAGE_REPOSITORY, min_length=1,
                             description="Image of the helm test pod (needs sh and curl)")
-    tag: str = Field(TEST_IMAGE_TAG, min_length=1, description="Image tag of the helm test pod")
+    tag: str = Field(TEST_IMAGE_TAG, pattern=IMAGE_TAG, description="Image tag of the helm test pod")
 
 
 class LocalObjectReference(ValuesModel):
@@ -418,7 +419,7 @@ class MultiNode(ValuesModel):
 class DiagnosticsImage(Image):
     repository: str = Field(DIAGNOSTICS_IMAGE_REPOSITORY, min_length=1, description=(
         "Image with python3 that finds the live groups' pods and runs the checks inside them"))
-    tag: str = Field(DIAGNOSTICS_IMAGE_TAG, min_length=1, description="Image tag")
+    tag: str = Field(DIAGNOSTICS_IMAGE_TAG, pattern=IMAGE_TAG, description="Image tag")
 
 
 class GpuTopologyCheck(ValuesModel):
@@ -454,7 +455,7 @@ class RayImage(Image):
     repository: str = Field(RAY_IMAGE_REPOSITORY, min_length=1, description=(
         "Ray Serve LLM image of the head and worker pods (bundles Ray and vLLM). rayproject/ray-llm "
         "has no EFA stack or libfabric; the AWS Ray LLM DLC has both"))
-    tag: str = Field(RAY_IMAGE_TAG, min_length=1, description="Image tag; keep it at ray.version")
+    tag: str = Field(RAY_IMAGE_TAG, pattern=IMAGE_TAG, description="Image tag; keep it at ray.version")
     provides: list[Capability] = Field(default_factory=list, description=(
         "Capabilities the image has beyond Ray and vLLM: efa (libfabric with the efa provider and "
         "aws-ofi-nccl), nixl-libfabric (NIXL's LIBFABRIC plugin and libfabric). The chart refuses "
@@ -568,7 +569,7 @@ class VllmInferenceValues(ValuesModel):
     test: HelmTest = Field(default_factory=HelmTest, description="helm test smoke request")
     labels: Labels = Field(default_factory=dict, description="Extra labels on every object")
     annotations: Annotations = Field(default_factory=dict, description="Extra annotations on every object")
-    pod_labels: Labels = Field(default_factory=dict, description="Extra labels on the pods")
+    pod_labels: Labels = Field(default_factory=dict, description="Extra labels on the pods (over labels of the same key)")
     pod_annotations: Annotations = Field(default_factory=dict, description="Extra annotations on the pods")
     extra_env: list[EnvVar] = Field(default_factory=list, description="Extra environment variables of the vLLM container")
     extra_volumes: list[dict[str, Any]] = Field(default_factory=list, description="Extra pod volumes (Kubernetes Volume objects)")
