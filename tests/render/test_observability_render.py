@@ -196,6 +196,8 @@ BAD_VALUES = [
     ({"metrics": {"job": ""}}, "metrics.job"),
     ({"metrics": {"interval": "15s", "scrapeTimeout": "1m"}}, "metrics.scrapeTimeout"),
     ({"metrics": {"interval": "1m", "scrapeTimeout": "1m0s500ms"}}, "metrics.scrapeTimeout"),
+    ({"dashboards": {"sidecarLabels": {"app.kubernetes.io/name": "x"}}}, "dashboards.sidecarLabels.app.kubernetes.io/name"),
+    ({"prometheus": {"monitorLabels": {"helm.sh/chart": "x"}}}, "prometheus.monitorLabels.helm.sh/chart"),
 ]
 
 

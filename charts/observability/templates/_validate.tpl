@@ -15,6 +15,7 @@ a key set to null passes it, and renders with --skip-schema-validation rely on t
 {{- $out = print $out (include "observability.validateValues.metricsJob" .) -}}
 {{- $out = print $out (include "observability.validateValues.runbookBaseUrl" .) -}}
 {{- $out = print $out (include "observability.validateValues.scrapeTimeout" .) -}}
+{{- $out = print $out (include "observability.validateValues.chartLabels" .) -}}
 {{- /* The autoscaling rules apply only where the ScaledObject renders. */ -}}
 {{- if and .Values.autoscaling.enabled (include "observability.kedaTopology" .) -}}
 {{- $out = print $out (include "observability.validateValues.scaleToZeroAllowed" .) -}}
@@ -132,6 +133,20 @@ a key set to null passes it, and renders with --skip-schema-validation rely on t
 {{- if and $m.interval $m.scrapeTimeout -}}
 {{- if gt (int (include "observability.durationMs" $m.scrapeTimeout)) (int (include "observability.durationMs" $m.interval)) -}}
 {{- printf "metrics.scrapeTimeout: %s exceeds metrics.interval %s (Prometheus rejects the scrape config)\n" $m.scrapeTimeout $m.interval -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The chart's own labels are not the user's: a monitor or dashboard label of the same key was
+written twice into the object. */}}
+{{- define "observability.validateValues.chartLabels" -}}
+{{- $own := include "observability.labels" . | fromYaml -}}
+{{- range $key := list "prometheus.monitorLabels" "dashboards.sidecarLabels" -}}
+{{- $labels := index $.Values (splitList "." $key | first) (splitList "." $key | last) | default dict -}}
+{{- range $label := keys $labels | sortAlpha -}}
+{{- if hasKey $own $label -}}
+{{- printf "%s.%s: set by the chart (%s: %s); use another label key\n" $key $label $label (get $own $label) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
