@@ -212,8 +212,9 @@ def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict,
       "dcgmExporter": {"resources": {"requests": {"cpu": "100m", "memory": "2Gi"},
                                      "limits": {"cpu": "500m", "memory": "1Gi"}}}},
      ["nvidiaDevicePlugin.resources.requests.cpu", "dcgmExporter.resources.requests.memory"]),
+    ({"poolDefaults": {"labels": {"vllm-eks.io/pool": "other"}}}, ["pools[0].labels.vllm-eks.io/pool"]),
 ], ids=["latest-ami", "bottlerocket-plus-plugin", "efa-zone-plugin", "reservations", "several", "insecure-nodes",
-        "requests-above-limits"])
+        "requests-above-limits", "pool-label"])
 def test_validate_helper_names_every_key(tmp_path: Path, bad: dict, keys: list[str]) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))

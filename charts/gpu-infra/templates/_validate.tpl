@@ -20,6 +20,7 @@ message.
 {{- $out = print $out (include "gpu-infra.validateValues.efaDevicePlugin" .) -}}
 {{- $out = print $out (include "gpu-infra.validateValues.securityExceptions" .) -}}
 {{- $out = print $out (include "gpu-infra.validateValues.requestsWithinLimits" .) -}}
+{{- $out = print $out (include "gpu-infra.validateValues.poolLabel" .) -}}
 {{- $errors := compact (splitList "\n" $out) -}}
 {{- if $errors -}}
 {{- fail (printf "\n\ngpu-infra values are invalid:\n  - %s\n" (join "\n  - " $errors)) -}}
@@ -172,6 +173,16 @@ A Kubernetes quantity (the schema has checked its form) as a float in base units
 {{- if gt (float64 (include "gpu-infra.quantityValue" $req)) (float64 (include "gpu-infra.quantityValue" $lim)) -}}
 {{- printf "%s.resources.requests.%s: %v is above %s.resources.limits.%s %v (a request may not exceed its limit)\n" $ds $name $req $ds $name $lim -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The pool label is the chart's: a pool's labels (after poolDefaults) must not set it. */}}
+{{- define "gpu-infra.validateValues.poolLabel" -}}
+{{- $key := include "gpu-infra.poolLabel" . -}}
+{{- range $i, $p := (include "gpu-infra.pools" . | fromJson).pools -}}
+{{- if hasKey ($p.labels | default dict) $key -}}
+{{- printf "pools[%d].labels.%s: set by the chart to the pool name (%s); use another label key\n" $i $key $p.name -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
