@@ -182,8 +182,9 @@ def test_values_schema_is_generated_from_the_model() -> None:
      "labels"),
     # rendered `budgets:` with no value, which the NodePool refuses
     ({"poolDefaults": {"disruption": {"budgets": []}}}, "budgets"),
+    ({"pools": [{"name": "x", "instanceTypes": ["g5.xlarge"], "gpuLimit": 2**40}]}, "gpuLimit"),
 ], ids=["gpuLimit-0", "unknown-key", "al2-family", "imds-tokens", "duration", "bad-quantity", "zone",
-        "instance-type", "cluster-name", "node-role-arn", "node-label-key", "no-budgets"])
+        "instance-type", "cluster-name", "node-role-arn", "node-label-key", "no-budgets", "beyond-int32"])
 def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict, message: str) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))

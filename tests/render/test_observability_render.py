@@ -228,8 +228,9 @@ def test_validate_helper_names_the_key(tmp_path: Path, helm_version: str, bad: d
     ({"target": {"name": "Server.1"}}, "name"),
     ({"monitors": {"dcgm": {"port": "9400"}}}, "port"),
     ({"monitors": {"vllm": {"port": "http metrics"}}}, "port"),
+    ({"autoscaling": {"maxReplicaCount": 2**31}}, "maxReplicaCount"),  # the ScaledObject's int32
 ], ids=["topology", "threshold-type", "kv-range", "unknown-key", "removed-key", "label-value", "label-key",
-        "annotation-key", "release", "namespace", "name", "port-number", "port-space"])
+        "annotation-key", "release", "namespace", "name", "port-number", "port-space", "beyond-int32"])
 def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict, fragment: str) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))

@@ -11,6 +11,12 @@ from pydantic.alias_generators import to_camel
 
 from ..units import OPTIONAL_QUANTITY_PATTERN, QUANTITY_PATTERN
 
+# Every integer of the charts' values: the Kubernetes fields they reach are int32 (replicas, probe
+# and grace seconds, ports, ...), and a larger one rendered an object the API server refuses
+# (Helm also holds numbers as float64, exact only up to 2^53).
+INT32_MAX = 2**31 - 1
+Int32 = Annotated[int, Field(le=INT32_MAX)]
+
 Quantity = Annotated[str, Field(pattern=QUANTITY_PATTERN)]
 OptionalQuantity = Annotated[str, Field(pattern=OPTIONAL_QUANTITY_PATTERN)]
 

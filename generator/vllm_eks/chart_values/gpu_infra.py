@@ -16,7 +16,7 @@ from .. import contract
 from ..errors import InvalidOptionError
 from ..plan import Plan
 from ..request import EC2_INSTANCE_TYPE
-from .base import AVAILABILITY_ZONE, CAPACITY_RESERVATION_ID, EKS_CLUSTER_NAME, IMAGE_TAG, Labels, Quantity, ValuesModel
+from .base import AVAILABILITY_ZONE, Int32, CAPACITY_RESERVATION_ID, EKS_CLUSTER_NAME, IMAGE_TAG, Labels, Quantity, ValuesModel
 
 Zone = Annotated[str, Field(pattern=AVAILABILITY_ZONE, max_length=64)]
 InstanceType = Annotated[str, Field(pattern=EC2_INSTANCE_TYPE, max_length=64)]
@@ -205,7 +205,7 @@ class Pool(ValuesModel):
                                    "cluster-scoped, so unique in the cluster: one pool per model-server release "
                                    "(`vllm-eks values` writes `<namespace>-<release>-<instance type>`)"))
     instance_types: list[InstanceType] = Field(min_length=1, description="EC2 instance types of the pool")
-    gpu_limit: int = Field(ge=1, description="NodePool limit on nvidia.com/gpu (GPUs of all its nodes)")
+    gpu_limit: Int32 = Field(ge=1, description="NodePool limit on nvidia.com/gpu (GPUs of all its nodes)")
     capacity_types: list[Literal["on-demand", "spot", "reserved"]] | None = Field(
         default=None, min_length=1, description="Karpenter capacity types")
     zones: list[Zone] | None = Field(default=None, description="Availability zones; exactly one on EFA pools")

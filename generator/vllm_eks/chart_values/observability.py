@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 from ..pools import HPA_MAX_PERIOD_SECONDS, KEDA_QUEUE_TARGET
 from ..plan import Plan
 from ..topology import Topology, keda_scales
-from .base import DNS1123_LABEL, LABEL_VALUE, OPTIONAL_DNS1123_LABEL, Annotations, Labels, ValuesModel
+from .base import DNS1123_LABEL, Int32, LABEL_VALUE, OPTIONAL_DNS1123_LABEL, Annotations, Labels, ValuesModel
 from .options import ValuesOptions
 
 # Chart name of the model server; its fullname helper (charts/vllm-inference/templates/_helpers.tpl)
@@ -111,11 +111,11 @@ class Slo(ValuesModel):
 class Thresholds(ValuesModel):
     kv_cache_usage: float = Field(default=0.9, gt=0, le=1,
                                   description="KV cache usage that, with requests waiting, means short on memory")
-    queue_depth_per_replica: int = Field(default=64, ge=1,
+    queue_depth_per_replica: Int32 = Field(default=64, ge=1,
                                          description="Requests waiting per engine, sustained, that mean short on compute")
     error_ratio: float = Field(default=0.05, gt=0, le=1, description="Fraction of requests ending in an engine error")
     preemptions_per_second: float = Field(default=0.1, gt=0, description="Preemptions per second")
-    restarts: int = Field(default=3, ge=1, description="Container restarts in 30 minutes that mean a restart loop")
+    restarts: Int32 = Field(default=3, ge=1, description="Container restarts in 30 minutes that mean a restart loop")
 
 
 class Rules(ValuesModel):
@@ -132,7 +132,7 @@ class Rules(ValuesModel):
 
 class ScalingPolicy(ValuesModel):
     stabilization_window_seconds: int = Field(ge=0, le=3600, description="HPA stabilization window (seconds)")
-    replicas: int = Field(ge=1, description="Replicas changed at most per periodSeconds")
+    replicas: Int32 = Field(ge=1, description="Replicas changed at most per periodSeconds")
     period_seconds: int = Field(ge=1, le=HPA_MAX_PERIOD_SECONDS, description="Policy period (seconds)")
 
 
@@ -153,8 +153,8 @@ class Behavior(ValuesModel):
 
 class Fallback(ValuesModel):
     enabled: bool = Field(default=True, description="Use KEDA's fallback when the query fails")
-    failure_threshold: int = Field(default=3, ge=1, description="Failed queries before the fallback applies")
-    replicas: int = Field(default=1, ge=0, description="Replicas during fallback")
+    failure_threshold: Int32 = Field(default=3, ge=1, description="Failed queries before the fallback applies")
+    replicas: Int32 = Field(default=1, ge=0, description="Replicas during fallback")
     behavior: Literal["static", "currentReplicas", "currentReplicasIfHigher", "currentReplicasIfLower"] = Field(
         default="currentReplicasIfHigher", description="KEDA fallback behavior")
 
@@ -175,13 +175,13 @@ class TriggerAuthentication(ValuesModel):
 
 class Autoscaling(ValuesModel):
     enabled: bool = Field(default=True, description="Render the KEDA ScaledObject (single-node, multi-node only)")
-    min_replica_count: int = Field(default=1, ge=0, description="Fewest replicas (LeaderWorkerSet groups)")
-    max_replica_count: int = Field(default=4, ge=1, description="Most replicas (groups)")
+    min_replica_count: Int32 = Field(default=1, ge=0, description="Fewest replicas (LeaderWorkerSet groups)")
+    max_replica_count: Int32 = Field(default=4, ge=1, description="Most replicas (groups)")
     allow_scale_to_zero: bool = Field(default=False, description="Allow minReplicaCount 0")
-    threshold: int = Field(default=KEDA_QUEUE_TARGET, ge=1, description="Requests waiting per replica aimed at")
-    activation_threshold: int = Field(default=0, ge=0, description="Queue that activates the target from zero")
-    polling_interval: int = Field(default=30, ge=5, description="Seconds between KEDA queries")
-    cooldown_period: int = Field(default=MIN_COOLDOWN_SECONDS, ge=MIN_COOLDOWN_SECONDS,
+    threshold: Int32 = Field(default=KEDA_QUEUE_TARGET, ge=1, description="Requests waiting per replica aimed at")
+    activation_threshold: Int32 = Field(default=0, ge=0, description="Queue that activates the target from zero")
+    polling_interval: Int32 = Field(default=30, ge=5, description="Seconds between KEDA queries")
+    cooldown_period: Int32 = Field(default=MIN_COOLDOWN_SECONDS, ge=MIN_COOLDOWN_SECONDS,
                                  description="Seconds after the last activity before scaling to zero")
     behavior: Behavior = Field(default_factory=Behavior, description="HPA behavior")
     fallback: Fallback = Field(default_factory=Fallback, description="Behaviour when Prometheus is unreachable")

@@ -16,7 +16,7 @@ from ..errors import InvalidOptionError, VllmEksError
 from ..plan import Plan
 from ..engine_settings import serve_flags
 from ..topology import Topology, keda_scales
-from .base import (DNS1123_LABEL, IMAGE_TAG, OPTIONAL_IMAGE_TAG, OPTIONAL_DNS1035_LABEL, OPTIONAL_DNS1123_LABEL, Annotations, Labels, DNS1123_SUBDOMAIN, OPTIONAL_AVAILABILITY_ZONE, OPTIONAL_DNS1123_SUBDOMAIN,
+from .base import (DNS1123_LABEL, INT32_MAX, Int32, IMAGE_TAG, OPTIONAL_IMAGE_TAG, OPTIONAL_DNS1035_LABEL, OPTIONAL_DNS1123_LABEL, Annotations, Labels, DNS1123_SUBDOMAIN, OPTIONAL_AVAILABILITY_ZONE, OPTIONAL_DNS1123_SUBDOMAIN,
                    OptionalQuantity, Quantity, ValuesModel)
 from .options import ValuesOptions, efa_zone
 from ..units import bytes_quantity, cpu_quantity
@@ -78,7 +78,7 @@ ENV_NAME = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
 INT_OR_PERCENT = r"^[0-9]+%$"
 
 Percent = Annotated[str, Field(pattern=INT_OR_PERCENT)]
-IntOrPercent = Annotated[int, Field(ge=0)] | Percent
+IntOrPercent = Annotated[int, Field(ge=0, le=INT32_MAX)] | Percent
 
 class Image(ValuesModel):
     repository: str = Field(VLLM_IMAGE_REPOSITORY, min_length=1, description=(
@@ -158,9 +158,9 @@ class Engine(ValuesModel):
         default_factory=lambda: ["vllm", "serve"], min_length=1, description=(
             "Container command. The upstream image's ENTRYPOINT is `vllm serve` in recent releases "
             "(older ones used the api_server module); setting it keeps the chart independent of that"))
-    tensor_parallel_size: int = Field(1, ge=1, description=(
+    tensor_parallel_size: Int32 = Field(1, ge=1, description=(
         "--tensor-parallel-size. single-node: must equal gpu.count (one model copy per pod)"))
-    pipeline_parallel_size: int = Field(1, ge=1, description=(
+    pipeline_parallel_size: Int32 = Field(1, ge=1, description=(
         "--pipeline-parallel-size. multi-node: one stage per pod, so it equals multiNode.groupSize; "
         "other topologies: 1"))
     args: list[str] = Field(default_factory=list, description=(
@@ -171,7 +171,7 @@ class Engine(ValuesModel):
 
 
 class Gpu(ValuesModel):
-    count: int = Field(1, ge=1, description="nvidia.com/gpu limit per pod")
+    count: Int32 = Field(1, ge=1, description="nvidia.com/gpu limit per pod")
 
 
 class ResourceList(ValuesModel):
@@ -203,16 +203,16 @@ class Cache(ValuesModel):
 
 
 class StartupProbe(ValuesModel):
-    period_seconds: int = Field(STARTUP_PERIOD_SECONDS, ge=1, description="periodSeconds")
-    failure_threshold: int = Field(60, ge=1, description=(
+    period_seconds: Int32 = Field(STARTUP_PERIOD_SECONDS, ge=1, description="periodSeconds")
+    failure_threshold: Int32 = Field(60, ge=1, description=(
         "failureThreshold; failureThreshold x periodSeconds is the model-load budget from the Plan"))
-    timeout_seconds: int = Field(5, ge=1, description="timeoutSeconds")
+    timeout_seconds: Int32 = Field(5, ge=1, description="timeoutSeconds")
 
 
 class Probe(ValuesModel):
-    period_seconds: int = Field(10, ge=1, description="periodSeconds")
-    failure_threshold: int = Field(3, ge=1, description="failureThreshold")
-    timeout_seconds: int = Field(5, ge=1, description="timeoutSeconds")
+    period_seconds: Int32 = Field(10, ge=1, description="periodSeconds")
+    failure_threshold: Int32 = Field(3, ge=1, description="failureThreshold")
+    timeout_seconds: Int32 = Field(5, ge=1, description="timeoutSeconds")
 
 
 class Probes(ValuesModel):
@@ -229,11 +229,11 @@ class Probes(ValuesModel):
 
 
 class Drain(ValuesModel):
-    pre_stop_seconds: int = Field(10, ge=0, description=(
+    pre_stop_seconds: Int32 = Field(10, ge=0, description=(
         "preStop sleep before SIGTERM, so endpoints stop routing to the pod first; 0 disables it"))
-    shutdown_timeout_seconds: int = Field(30, ge=0, description=(
+    shutdown_timeout_seconds: Int32 = Field(30, ge=0, description=(
         "--shutdown-timeout: how long vLLM finishes in-flight requests after SIGTERM"))
-    termination_grace_period_seconds: int = Field(60, ge=1, description=(
+    termination_grace_period_seconds: Int32 = Field(60, ge=1, description=(
         "terminationGracePeriodSeconds; must be >= preStopSeconds + shutdownTimeoutSeconds"))
 
 
@@ -258,7 +258,7 @@ class Toleration(ValuesModel):
     value: str = Field("", description="Taint value (operator Equal)")
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
         "", description="Taint effect; empty matches all effects")
-    toleration_seconds: int | None = Field(None, ge=0, description="Only with effect NoExecute")
+    toleration_seconds: Int32 | None = Field(None, ge=0, description="Only with effect NoExecute")
 
 
 # Kubernetes Affinity (core/v1): the chart passes it on as written. The keys of its first two
@@ -311,13 +311,13 @@ class SecurityContext(ValuesModel):
         "as another user"))
     run_as_non_root: bool = Field(True, description=(
         "runAsNonRoot of the model-server and Ray pods. false is refused unless allowRoot is true"))
-    run_as_user: int = Field(NON_ROOT_ID, ge=0, description=(
+    run_as_user: Int32 = Field(NON_ROOT_ID, ge=0, description=(
         "runAsUser of the model-server and Ray pods. vllm/vllm-openai has no USER (it runs as "
         "root) and rayproject/ray-llm's user is ray (1000): a fixed id >= 10000 that is no user of "
         "the images or of the node (checkov CKV_K8S_40); it needs no /etc/passwd entry, every "
         "path written is a volume"))
-    run_as_group: int = Field(NON_ROOT_ID, ge=0, description="runAsGroup of the model-server and Ray pods")
-    fs_group: int = Field(NON_ROOT_ID, ge=0, description=(
+    run_as_group: Int32 = Field(NON_ROOT_ID, ge=0, description="runAsGroup of the model-server and Ray pods")
+    fs_group: Int32 = Field(NON_ROOT_ID, ge=0, description=(
         "fsGroup of the model-server and Ray pods (group ownership of the volumes they write)"))
     read_only_root_filesystem: bool = Field(True, description=(
         "readOnlyRootFilesystem of the model-server and Ray containers. Every path they write is a "
@@ -367,8 +367,8 @@ class HelmTest(ValuesModel):
     enabled: bool = Field(True, description="Render the helm test pod (lists /v1/models and sends one completion)")
     image: TestImage = Field(default_factory=TestImage, description="Image of the test pod")
     prompt: str = Field("The capital of France is", min_length=1, description="Prompt of the test completion")
-    max_tokens: int = Field(8, ge=1, description="max_tokens of the test completion")
-    timeout_seconds: int = Field(120, ge=1, description="curl --max-time of each request")
+    max_tokens: Int32 = Field(8, ge=1, description="max_tokens of the test completion")
+    timeout_seconds: Int32 = Field(120, ge=1, description="curl --max-time of each request")
 
 
 class EnvVar(ValuesModel):
@@ -378,7 +378,7 @@ class EnvVar(ValuesModel):
 
 
 class Efa(ValuesModel):
-    devices: int = Field(0, ge=0, description=(
+    devices: Int32 = Field(0, ge=0, description=(
         "vpc.amazonaws.com/efa requested by every GPU pod: the instance's maximum interface "
         "count (p5.48xlarge 32). 0: no EFA. The EFA device plugin (charts/gpu-infra) mounts the "
         "devices; no capability or privilege is needed (memlock is unlimited on EKS AMIs)"))
@@ -397,7 +397,7 @@ class Nccl(ValuesModel):
 
 
 class MultiNode(ValuesModel):
-    group_size: int = Field(2, ge=2, description=(
+    group_size: Int32 = Field(2, ge=2, description=(
         "Pods per LeaderWorkerSet group (leaderWorkerTemplate.size): one per pipeline stage, so "
         "it equals engine.pipelineParallelSize; replicas counts groups"))
     master_port: int = Field(MASTER_PORT, ge=1024, le=65535, description=(
@@ -433,9 +433,9 @@ class AllReduceCheck(ValuesModel):
         "helm test: NCCL all-reduce across each group (one process per GPU, started in every pod "
         "of the group with the serving image; no MPI) and fail when bus bandwidth is far below "
         "the instance's network rating (NCCL fell back to TCP)"))
-    size_mi_b: int = Field(256, ge=1, alias="sizeMiB", description=(
+    size_mi_b: Int32 = Field(256, ge=1, alias="sizeMiB", description=(
         "Message size in MiB; must fit in the GPU memory vLLM leaves free (1 - gpu-memory-utilization)"))
-    iterations: int = Field(20, ge=1, description="Timed all-reduce iterations (after 5 warm-up ones)")
+    iterations: Int32 = Field(20, ge=1, description="Timed all-reduce iterations (after 5 warm-up ones)")
     expected_bus_bandwidth_g_bps: float = Field(0.0, ge=0, alias="expectedBusBandwidthGBps", description=(
         "The instance's network rating in GB/s (the Plan's expected_bus_bandwidth_gbytes_per_s). 0: "
         "report the figure, never fail on it"))
@@ -446,7 +446,7 @@ class AllReduceCheck(ValuesModel):
 
 class Diagnostics(ValuesModel):
     image: DiagnosticsImage = Field(default_factory=DiagnosticsImage, description="python3 image of the test pods")
-    timeout_seconds: int = Field(900, ge=30, description="Seconds each check may run in a pod (exec timeout)")
+    timeout_seconds: Int32 = Field(900, ge=30, description="Seconds each check may run in a pod (exec timeout)")
     gpu_topology: GpuTopologyCheck = Field(default_factory=GpuTopologyCheck, description="GPU interconnect check")
     all_reduce: AllReduceCheck = Field(default_factory=AllReduceCheck, description="Cross-node all-reduce bandwidth check")
 
@@ -481,17 +481,17 @@ class Ray(ValuesModel):
 
 
 class ServeAutoscaling(ValuesModel):
-    min_replicas: int = Field(1, ge=0, description="autoscaling_config.min_replicas (model copies)")
-    max_replicas: int = Field(1, ge=1, description="autoscaling_config.max_replicas (model copies)")
-    target_ongoing_requests: int = Field(16, ge=1, description=(
+    min_replicas: Int32 = Field(1, ge=0, description="autoscaling_config.min_replicas (model copies)")
+    max_replicas: Int32 = Field(1, ge=1, description="autoscaling_config.max_replicas (model copies)")
+    target_ongoing_requests: Int32 = Field(16, ge=1, description=(
         "autoscaling_config.target_ongoing_requests per model copy"))
 
 
 class RayWorkers(ValuesModel):
-    replicas: int = Field(1, ge=0, description="Worker pods at start")
-    min_replicas: int = Field(1, ge=0, description="Worker pods KubeRay's autoscaler keeps")
-    max_replicas: int = Field(1, ge=1, description="Worker pods KubeRay's autoscaler may add")
-    idle_timeout_seconds: int = Field(600, ge=0, description="How long a worker pod without a model copy lives")
+    replicas: Int32 = Field(1, ge=0, description="Worker pods at start")
+    min_replicas: Int32 = Field(1, ge=0, description="Worker pods KubeRay's autoscaler keeps")
+    max_replicas: Int32 = Field(1, ge=1, description="Worker pods KubeRay's autoscaler may add")
+    idle_timeout_seconds: Int32 = Field(600, ge=0, description="How long a worker pod without a model copy lives")
 
 
 class RayServe(ValuesModel):
@@ -505,7 +505,7 @@ class RayServe(ValuesModel):
 
 
 class DisaggregatedPhase(ValuesModel):
-    replicas: int = Field(1, ge=1, description="Model copies of this pool (one worker pod each)")
+    replicas: Int32 = Field(1, ge=1, description="Model copies of this pool (one worker pod each)")
     engine_kwargs: dict[str, Any] = Field(default_factory=dict, description=(
         "vLLM engine keyword arguments of this pool, including kv_transfer_config"))
 
@@ -530,7 +530,7 @@ class VllmInferenceValues(ValuesModel):
         "the pods of a group, vLLM's own multi-node launcher (leader serves, workers headless). "
         "ray-serve: a KubeRay RayService running a Ray Serve LLM app. disaggregated: a RayService with prefill and decode pools joined "
         "by NIXL KV transfer"))
-    replicas: int = Field(1, ge=0, description=(
+    replicas: Int32 = Field(1, ge=0, description=(
         "Model copies: pods (single-node) or LeaderWorkerSet groups (multi-node); ray-serve and "
         "disaggregated size themselves from rayServe / disaggregated"))
     replicas_managed_externally: bool = Field(False, description=(
