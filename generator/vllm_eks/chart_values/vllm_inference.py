@@ -530,7 +530,8 @@ class VllmInferenceValues(ValuesModel):
         "the pods of a group, vLLM's own multi-node launcher (leader serves, workers headless). "
         "ray-serve: a KubeRay RayService running a Ray Serve LLM app. disaggregated: a RayService with prefill and decode pools joined "
         "by NIXL KV transfer"))
-    replicas: Int32 = Field(1, ge=0, description=(
+    # at most the LeaderWorkerSet's maximum (1,000,000 groups), the strictest of the workloads
+    replicas: int = Field(1, ge=0, le=1_000_000, description=(
         "Model copies: pods (single-node) or LeaderWorkerSet groups (multi-node); ray-serve and "
         "disaggregated size themselves from rayServe / disaggregated"))
     replicas_managed_externally: bool = Field(False, description=(
