@@ -183,8 +183,10 @@ def test_values_schema_is_generated_from_the_model() -> None:
     # rendered `budgets:` with no value, which the NodePool refuses
     ({"poolDefaults": {"disruption": {"budgets": []}}}, "budgets"),
     ({"pools": [{"name": "x", "instanceTypes": ["g5.xlarge"], "gpuLimit": 2**40}]}, "gpuLimit"),
+    ({"priorityClassName": "Node_Critical"}, "priorityClassName"),
 ], ids=["gpuLimit-0", "unknown-key", "al2-family", "imds-tokens", "duration", "bad-quantity", "zone",
-        "instance-type", "cluster-name", "node-role-arn", "node-label-key", "no-budgets", "beyond-int32"])
+        "instance-type", "cluster-name", "node-role-arn", "node-label-key", "no-budgets", "beyond-int32",
+        "priority-class"])
 def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict, message: str) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))
@@ -265,6 +267,14 @@ def test_a_pool_named_like_a_number_stays_a_string(tmp_path: Path, crd_registry)
     objects = helm.render(CHART, [path], helm="helm4", namespace=NAMESPACE)
     validate_all(objects, crd_registry)
     assert {o["metadata"]["name"] for o in objects if o["kind"] in ("NodePool", "EC2NodeClass")} == {"1"}
+
+
+def test_a_priority_class_named_like_a_number_stays_a_string(tmp_path: Path, crd_registry) -> None:
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump({"priorityClassName": "1"}))
+    objects = helm.render(CHART, [path], helm="helm4", namespace=NAMESPACE)
+    validate_all(objects, crd_registry)
+    assert {o["spec"]["template"]["spec"]["priorityClassName"] for o in objects if o["kind"] == "DaemonSet"} == {"1"}
 
 
 def test_cluster_name_drives_role_and_discovery(tmp_path: Path) -> None:

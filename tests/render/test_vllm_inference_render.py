@@ -182,6 +182,22 @@ def test_labels_and_selectors(values_file: Path) -> None:
             assert not selector.items() <= obj["metadata"]["labels"].items()
 
 
+@pytest.mark.parametrize("topology", ["single-node", "ray-serve"])
+def test_names_that_look_like_numbers_stay_strings(tmp_path: Path, topology: str, crd_registry) -> None:
+    """priorityClassName "1" and subPath "1" are valid; rendered unquoted they became YAML numbers."""
+    values = tmp_path / "numbers.yaml"
+    values.write_text(yaml.safe_dump({
+        "topology": topology, "scheduling": {"priorityClassName": "1"},
+        "model": {"source": "pvc", "name": "/models/x", "pvc": {"claimName": "models", "subPath": "1"}}}))
+    objects = helm.render(CHART, [values], namespace=NAMESPACE)
+    validate_all(objects, crd_registry)
+    specs = [spec for o in objects if o["kind"] != "Pod" for spec in pod_templates(o)]
+    assert specs
+    for spec in specs:
+        assert spec["priorityClassName"] == "1"
+        assert all(m.get("subPath") in (None, "1") for c in spec["containers"] for m in c.get("volumeMounts", []))
+
+
 def test_pod_labels_win_over_labels_and_the_version_label_is_a_label_value(tmp_path: Path, crd_registry) -> None:
     """podLabels and labels with one key were both written into the pod template (a duplicate key);
     an image tag with '_' at an end made the version label invalid."""

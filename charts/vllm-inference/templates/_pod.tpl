@@ -108,7 +108,7 @@ automountServiceAccountToken: {{ $v.serviceAccount.automountToken }}
 enableServiceLinks: false
 terminationGracePeriodSeconds: {{ $v.drain.terminationGracePeriodSeconds | int }}
 {{- with $v.scheduling.priorityClassName }}
-priorityClassName: {{ . }}
+priorityClassName: {{ . | quote }}
 {{- end }}
 {{- with $v.imagePullSecrets }}
 imagePullSecrets:
@@ -276,7 +276,7 @@ limits:
   mountPath: {{ $v.model.pvc.mountPath }}
   readOnly: {{ $v.model.pvc.readOnly }}
   {{- with $v.model.pvc.subPath }}
-  subPath: {{ . }}
+  subPath: {{ . | quote }}
   {{- end }}
 {{- end }}
 - name: scripts

@@ -16,7 +16,7 @@ from .. import contract
 from ..errors import InvalidOptionError
 from ..plan import Plan
 from ..request import EC2_INSTANCE_TYPE
-from .base import AVAILABILITY_ZONE, Int32, CAPACITY_RESERVATION_ID, EKS_CLUSTER_NAME, IMAGE_TAG, Labels, Quantity, ValuesModel
+from .base import AVAILABILITY_ZONE, DNS1123_SUBDOMAIN, Int32, CAPACITY_RESERVATION_ID, EKS_CLUSTER_NAME, IMAGE_TAG, Labels, Quantity, ValuesModel
 
 Zone = Annotated[str, Field(pattern=AVAILABILITY_ZONE, max_length=64)]
 InstanceType = Annotated[str, Field(pattern=EC2_INSTANCE_TYPE, max_length=64)]
@@ -241,7 +241,8 @@ class GpuInfraValues(ValuesModel):
     metadata_options: MetadataOptions = Field(default_factory=MetadataOptions, description="IMDS settings")
     security_exceptions: SecurityExceptions = Field(
         default_factory=SecurityExceptions, description="Explicit permission for insecure node settings")
-    priority_class_name: str = Field(default="system-node-critical", description="Priority class of the DaemonSets")
+    priority_class_name: str = Field(default="system-node-critical", pattern=DNS1123_SUBDOMAIN, max_length=253,
+                                     description="Priority class of the DaemonSets")
     pool_defaults: PoolDefaults = Field(default_factory=PoolDefaults, description="Settings every pool inherits")
     pools: list[Pool] = Field(min_length=1, description="GPU pools")
     nvidia_device_plugin: DaemonSetValues = Field(

@@ -76,6 +76,9 @@ NON_ROOT_ID = 10001
 SECRET_KEY = r"^[-._a-zA-Z0-9]+$"
 ENV_NAME = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
 INT_OR_PERCENT = r"^[0-9]+%$"
+# A volumeMount subPath the API server accepts: a relative path, no element "..".
+_PATH_ELEMENT = r"(\.|[^/.][^/]*|\.[^/.][^/]*|\.\.[^/]+)"
+SUB_PATH = rf"^({_PATH_ELEMENT}(/{_PATH_ELEMENT})*)?$"
 
 Percent = Annotated[str, Field(pattern=INT_OR_PERCENT)]
 IntOrPercent = Annotated[int, Field(ge=0, le=INT32_MAX)] | Percent
@@ -135,7 +138,7 @@ class Pvc(ValuesModel):
         "EBS/EFS); required when model.source is pvc"))
     mount_path: str = Field("/models", pattern=r"^/[^:]*$",
                             description="Where the claim is mounted; model.name must be a path under it")
-    sub_path: str = Field("", description="Sub-path of the volume to mount (empty: the whole volume)")
+    sub_path: str = Field("", pattern=SUB_PATH, description="Sub-path of the volume to mount (empty: the whole volume)")
     read_only: bool = Field(True, description="Mount the claim read-only")
 
 
