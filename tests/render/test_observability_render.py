@@ -255,6 +255,19 @@ def test_names_that_look_like_numbers_stay_strings(tmp_path: Path, helm_version:
             assert obj["spec"]["namespaceSelector"]["matchNames"] == ["3"]
 
 
+def test_large_counts_render_as_integers(tmp_path: Path, helm_version: str, crd_registry) -> None:
+    """Helm holds numbers as float64 and prints 1000000 as 1e+06: the ScaledObject's counts went out
+    as that text, which is no integer."""
+    path = tmp_path / "big.yaml"
+    path.write_text(yaml.safe_dump({"autoscaling": {"maxReplicaCount": 1_000_000, "pollingInterval": 2_000_000,
+                                                    "cooldownPeriod": 3_000_000}}))
+    objects = helm.render(CHART, [path], helm=helm_version, namespace=NAMESPACE)
+    validate_all(objects, crd_registry)
+    (scaled,) = _of_kind(objects, "ScaledObject")
+    assert (scaled["spec"]["maxReplicaCount"], scaled["spec"]["pollingInterval"], scaled["spec"]["cooldownPeriod"]) == (
+        1_000_000, 2_000_000, 3_000_000)
+
+
 def _dashboards(objects) -> list[tuple[str, str, dict]]:
     """(ConfigMap namespace/name, data key, parsed dashboard) of every dashboard ConfigMap."""
     out = []
