@@ -271,6 +271,21 @@ Call with (dict "root" $ "leader" true|false).
 {{- end }}
 
 {{/*
+The NIXL backends a kv_transfer_config selects (kv_connector_extra_config.backends) as a JSON
+list; [] when it selects none or is not shaped that way (validateValues.kvTransfer reports it).
+*/}}
+{{- define "vllm-inference.kvBackends" -}}
+{{- $backends := list }}
+{{- if kindIs "map" . }}
+{{- $extra := get . "kv_connector_extra_config" }}
+{{- if and (kindIs "map" $extra) (kindIs "slice" (get $extra "backends")) }}
+{{- $backends = get $extra "backends" }}
+{{- end }}
+{{- end }}
+{{- toJson $backends }}
+{{- end }}
+
+{{/*
 Capabilities the server pods need from their image beyond the topology's own (files/contracts):
 "efa" when the pods have EFA interfaces, "nixl-libfabric" when a disaggregated pool selects NIXL's
 LIBFABRIC backend. Returns a JSON list.
@@ -284,7 +299,7 @@ LIBFABRIC backend. Returns a JSON list.
 {{- if eq (toString $v.topology) "disaggregated" }}
 {{- range $role := list "prefill" "decode" }}
 {{- $kv := get (index $v.disaggregated $role).engineKwargs "kv_transfer_config" }}
-{{- if and (kindIs "map" $kv) (has "LIBFABRIC" (dig "kv_connector_extra_config" "backends" (list) $kv)) }}
+{{- if has "LIBFABRIC" (include "vllm-inference.kvBackends" $kv | fromJsonArray) }}
 {{- if not (has "nixl-libfabric" $caps) }}
 {{- $caps = append $caps "nixl-libfabric" }}
 {{- end }}

@@ -169,12 +169,17 @@ with every message. It also runs when a user skips schema validation (helm
 {{- $sets := include "vllm-inference.engineKwargSets" . | fromJson -}}
 {{- range $path := keys $sets | sortAlpha -}}
 {{- $kv := get (get $sets $path) "kv_transfer_config" -}}
+{{- $extra := and (kindIs "map" $kv) (get $kv "kv_connector_extra_config") -}}
 {{- if not $kv -}}
 {{- printf "%s.kv_transfer_config: required: prefill and decode exchange the KV cache through it (NixlConnector)\n" $path -}}
-{{- else if and (kindIs "map" $kv) (eq (int $v.efa.devices) 0) -}}
-{{- if has "LIBFABRIC" (dig "kv_connector_extra_config" "backends" (list) $kv) -}}
+{{- else if not (kindIs "map" $kv) -}}
+{{- printf "%s.kv_transfer_config: must be a map (vLLM's KVTransferConfig)\n" $path -}}
+{{- else if and (hasKey $kv "kv_connector_extra_config") (not (kindIs "map" $extra)) -}}
+{{- printf "%s.kv_transfer_config.kv_connector_extra_config: must be a map\n" $path -}}
+{{- else if and (kindIs "map" $extra) (hasKey $extra "backends") (not (kindIs "slice" (get $extra "backends"))) -}}
+{{- printf "%s.kv_transfer_config.kv_connector_extra_config.backends: must be a list of NIXL backends\n" $path -}}
+{{- else if and (eq (int $v.efa.devices) 0) (has "LIBFABRIC" (include "vllm-inference.kvBackends" $kv | fromJsonArray)) -}}
 {{- printf "efa.devices: 0, but %s.kv_transfer_config uses NIXL's LIBFABRIC backend, which needs EFA interfaces\n" $path -}}
-{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
