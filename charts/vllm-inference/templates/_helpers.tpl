@@ -32,8 +32,8 @@ Selector labels: minimal and stable (a Deployment selector is immutable). charts
 selects the Service and pods with exactly these three.
 */}}
 {{- define "vllm-inference.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "vllm-inference.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: {{ include "vllm-inference.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 app.kubernetes.io/component: server
 {{- end }}
 
@@ -201,8 +201,8 @@ leaderworkerset.sigs.k8s.io/worker-index: "0"
 
 {{/* Labels of helm test objects: never the server's selector labels (component test). */}}
 {{- define "vllm-inference.testLabels" -}}
-app.kubernetes.io/name: {{ include "vllm-inference.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: {{ include "vllm-inference.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 app.kubernetes.io/component: test
 app.kubernetes.io/part-of: vllm-eks
 app.kubernetes.io/managed-by: {{ .Release.Service }}

@@ -101,7 +101,7 @@ Scheduling and identity keys of every model-server pod spec (after `spec:`), roo
 */}}
 {{- define "vllm-inference.podSpecCommon" -}}
 {{- $v := .Values -}}
-serviceAccountName: {{ include "vllm-inference.serviceAccountName" . }}
+serviceAccountName: {{ include "vllm-inference.serviceAccountName" . | quote }}
 automountServiceAccountToken: {{ $v.serviceAccount.automountToken }}
 # Kubernetes would inject <SERVICE>_PORT variables; names starting with VLLM_ collide with
 # vLLM's own settings (docs.vllm.ai, "Environment Variables").
@@ -184,7 +184,7 @@ from its Secret, the NCCL/libfabric settings of multi-node and EFA pods, then ex
 - name: HF_TOKEN
   valueFrom:
     secretKeyRef:
-      name: {{ $hfToken.name }}
+      name: {{ $hfToken.name | quote }}
       key: {{ $hfToken.key | quote }}
       optional: {{ $hfToken.optional }}
 {{- end }}
@@ -312,7 +312,7 @@ limits:
 {{- if and (include "vllm-inference.useToken" .) (eq $hfToken.mountAs "file") }}
 - name: hf-token
   secret:
-    secretName: {{ $hfToken.name }}
+    secretName: {{ $hfToken.name | quote }}
     optional: {{ $hfToken.optional }}
     defaultMode: 0444
     items:
@@ -322,7 +322,7 @@ limits:
 {{- if eq $v.model.source "pvc" }}
 - name: model
   persistentVolumeClaim:
-    claimName: {{ $v.model.pvc.claimName }}
+    claimName: {{ $v.model.pvc.claimName | quote }}
     readOnly: {{ $v.model.pvc.readOnly }}
 {{- end }}
 - name: scripts
