@@ -184,9 +184,12 @@ def test_values_schema_is_generated_from_the_model() -> None:
     ({"poolDefaults": {"disruption": {"budgets": []}}}, "budgets"),
     ({"pools": [{"name": "x", "instanceTypes": ["g5.xlarge"], "gpuLimit": 2**40}]}, "gpuLimit"),
     ({"priorityClassName": "Node_Critical"}, "priorityClassName"),
+    # the EC2NodeClass alias family@version is at most 30 characters
+    ({"amiVersion": "release-2026-09-03-with-fixes"}, "amiVersion"),
+    ({"discovery": {"tagKey": "line\nbreak"}}, "tagKey"),
 ], ids=["gpuLimit-0", "unknown-key", "al2-family", "imds-tokens", "duration", "bad-quantity", "zone",
         "instance-type", "cluster-name", "node-role-arn", "node-label-key", "no-budgets", "beyond-int32",
-        "priority-class"])
+        "priority-class", "ami-version", "tag-key"])
 def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict, message: str) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))
@@ -275,6 +278,12 @@ def test_a_priority_class_named_like_a_number_stays_a_string(tmp_path: Path, crd
     objects = helm.render(CHART, [path], helm="helm4", namespace=NAMESPACE)
     validate_all(objects, crd_registry)
     assert {o["spec"]["template"]["spec"]["priorityClassName"] for o in objects if o["kind"] == "DaemonSet"} == {"1"}
+
+
+def test_a_discovery_tag_key_with_colon_and_space_renders(tmp_path: Path, crd_registry) -> None:
+    """AWS tag keys may hold ': ' (written unquoted, it broke the EC2NodeClass YAML)."""
+    nc = _node_class(tmp_path, {"discovery": {"tagKey": "team: a", "tagValue": "1"}})
+    assert nc["spec"]["subnetSelectorTerms"] == [{"tags": {"team: a": "1"}}]
 
 
 def test_cluster_name_drives_role_and_discovery(tmp_path: Path) -> None:

@@ -42,6 +42,12 @@ EFA_DEVICE_PLUGIN_TAG = "v0.5.21-eksbuild.13"
 DCGM_EXPORTER_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter"
 DCGM_EXPORTER_TAG = "4.5.3-4.8.2-distroless"
 
+# An AMI release of the alias: v20260903 (AL2023), v1.65.0 (Bottlerocket), or latest.
+AMI_VERSION = r"^(latest|v[0-9]+(\.[0-9]+)*)$"
+# AWS tag keys and values: letters, digits, spaces and _ . : / = + - @ (1-128 and 0-256 characters).
+AWS_TAG_KEY = r"^[\p{L}\p{Z}\p{N}_.:/=+\-@]{1,128}$"
+AWS_TAG_VALUE = r"^[\p{L}\p{Z}\p{N}_.:/=+\-@]*$"
+
 # gp3 limits: 3,000-16,000 IOPS, 125-1,000 MiB/s, throughput <= IOPS / 4 (EC2NodeClass CRD text
 # quotes the IOPS range). Model weights stream from disk at load: ask for the full 1,000 MiB/s.
 GP3_IOPS = 16000
@@ -80,9 +86,9 @@ class DcgmExporter(DaemonSetValues):
 
 
 class Discovery(ValuesModel):
-    tag_key: str = Field(default="karpenter.sh/discovery", min_length=1,
+    tag_key: str = Field(default="karpenter.sh/discovery", pattern=AWS_TAG_KEY,
                          description="Tag key on the subnets and security groups Karpenter may use")
-    tag_value: str = Field(default="", max_length=256,
+    tag_value: str = Field(default="", max_length=256, pattern=AWS_TAG_VALUE,
                            description="Tag value; empty: clusterName (the Karpenter getting-started convention)")
 
 
@@ -231,7 +237,9 @@ class GpuInfraValues(ValuesModel):
     cluster_name: str = Field(min_length=1, pattern=EKS_CLUSTER_NAME, description=(
         "EKS cluster name; the defaults of nodeRole and discovery.tagValue derive from it"))
     ami_family: Literal["al2023", "bottlerocket"] = Field(default="al2023", description="EKS optimized AMI family")
-    ami_version: str = Field(min_length=1, description="Pinned AMI release for the alias family@version")
+    # The EC2NodeClass alias family@version is at most 30 characters (bottlerocket@ leaves 17).
+    ami_version: str = Field(pattern=AMI_VERSION, max_length=17,
+                             description="Pinned AMI release for the alias family@version")
     allow_latest_ami: bool = Field(default=False, description="Permit amiVersion latest (drifts every node on each release)")
     node_role: str = Field(default="", pattern=r"^([A-Za-z0-9+=,.@_-]{1,64})?$", description=(
         "IAM role name of the nodes (EC2NodeClass spec.role); empty: KarpenterNodeRole-<clusterName>"))
