@@ -558,7 +558,9 @@ class VllmInferenceValues(ValuesModel):
         "topology disaggregated (RayService, Ray Serve prefill/decode app, NIXL over EFA)"))
     shm: Shm = Field(default_factory=Shm, description="/dev/shm")
     cache: Cache = Field(default_factory=Cache, description="Writable cache volume")
-    probes: Probes = Field(default_factory=Probes, description="Health probes")
+    probes: Probes = Field(default_factory=Probes, description=(
+        "Health probes of the vLLM server containers (single-node, multi-node); the Ray topologies' pods "
+        "have the probes KubeRay gives them, and these keys are not used there"))
     drain: Drain = Field(default_factory=Drain, description="Graceful shutdown")
     strategy: Strategy = Field(default_factory=Strategy, description="Rollout strategy")
     scheduling: Scheduling = Field(default_factory=Scheduling, description="Where pods run")
