@@ -187,9 +187,10 @@ def test_values_schema_is_generated_from_the_model() -> None:
     # the EC2NodeClass alias family@version is at most 30 characters
     ({"amiVersion": "release-2026-09-03-with-fixes"}, "amiVersion"),
     ({"discovery": {"tagKey": "line\nbreak"}}, "tagKey"),
+    ({"networkPolicy": {"metricsFrom": [{}]}}, "metricsFrom"),  # an empty peer: the API server refuses it
 ], ids=["gpuLimit-0", "unknown-key", "al2-family", "imds-tokens", "duration", "bad-quantity", "zone",
         "instance-type", "cluster-name", "node-role-arn", "node-label-key", "no-budgets", "beyond-int32",
-        "priority-class", "ami-version", "tag-key"])
+        "priority-class", "ami-version", "tag-key", "empty-peer"])
 def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict, message: str) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))

@@ -229,8 +229,9 @@ def test_validate_helper_names_the_key(tmp_path: Path, helm_version: str, bad: d
     ({"monitors": {"dcgm": {"port": "9400"}}}, "port"),
     ({"monitors": {"vllm": {"port": "http metrics"}}}, "port"),
     ({"autoscaling": {"maxReplicaCount": 2**31}}, "maxReplicaCount"),  # the ScaledObject's int32
+    ({"autoscaling": {"extraTriggers": [{"type": "cron"}]}}, "metadata"),  # KEDA requires it
 ], ids=["topology", "threshold-type", "kv-range", "unknown-key", "removed-key", "label-value", "label-key",
-        "annotation-key", "release", "namespace", "name", "port-number", "port-space", "beyond-int32"])
+        "annotation-key", "release", "namespace", "name", "port-number", "port-space", "beyond-int32", "trigger-metadata"])
 def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict, fragment: str) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))

@@ -82,6 +82,14 @@ Labels = Annotated[dict[QualifiedKey, LabelValue], Field(json_schema_extra=_key_
 Annotations = Annotated[dict[QualifiedKey, str], Field(json_schema_extra=_key_syntax)]
 
 
+class KubernetesObject(BaseModel):
+    """A Kubernetes object the chart passes on as written (the API server checks the rest): only the
+    keys it cannot be without are declared, any other key is kept."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, alias_generator=to_camel,
+                              protected_namespaces=())
+
+
 class ValuesModel(BaseModel):
     """camelCase keys in values.yaml, snake_case in Python; unknown keys are errors."""
 

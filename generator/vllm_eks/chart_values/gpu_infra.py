@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, model_validator
 
 from .. import contract
 from ..errors import InvalidOptionError
@@ -227,9 +227,24 @@ class Pool(ValuesModel):
     disruption: DisruptionOverride | None = Field(default=None, description="Overrides of poolDefaults.disruption")
 
 
+class NetworkPolicyPeer(ValuesModel):
+    """A NetworkPolicy peer: at least one of podSelector, namespaceSelector, ipBlock (Kubernetes objects)."""
+
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
+    pod_selector: dict[str, Any] | None = Field(default=None, description="Pods (of namespaceSelector's namespaces)")
+    namespace_selector: dict[str, Any] | None = Field(default=None, description="Namespaces")
+    ip_block: dict[str, Any] | None = Field(default=None, description="An IP block (cidr, except)")
+
+    @model_validator(mode="after")
+    def _selects_something(self) -> "NetworkPolicyPeer":
+        if self.pod_selector is None and self.namespace_selector is None and self.ip_block is None:
+            raise ValueError("a peer needs podSelector, namespaceSelector or ipBlock")
+        return self
+
+
 class NetworkPolicy(ValuesModel):
     enabled: bool = Field(default=True, description="Render a NetworkPolicy per DaemonSet")
-    metrics_from: list[dict[str, Any]] = Field(
+    metrics_from: list[NetworkPolicyPeer] = Field(
         default_factory=list, description="NetworkPolicy peers allowed to scrape the DCGM exporter (empty = any)")
 
 

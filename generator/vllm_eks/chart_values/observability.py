@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 from ..pools import HPA_MAX_PERIOD_SECONDS, KEDA_QUEUE_TARGET
 from ..plan import Plan
 from ..topology import Topology, keda_scales
-from .base import DNS1123_LABEL, Int32, LABEL_VALUE, OPTIONAL_DNS1123_LABEL, Annotations, Labels, ValuesModel
+from .base import DNS1123_LABEL, KubernetesObject, Int32, LABEL_VALUE, OPTIONAL_DNS1123_LABEL, Annotations, Labels, ValuesModel
 from .options import ValuesOptions
 
 # Chart name of the model server; its fullname helper (charts/vllm-inference/templates/_helpers.tpl)
@@ -173,6 +173,13 @@ class TriggerAuthentication(ValuesModel):
     aws_region: str = Field(default="", description="Region of Amazon Managed Service for Prometheus")
 
 
+class KedaTrigger(KubernetesObject):
+    """A KEDA ScaleTriggers entry, passed on as written: type and metadata are required."""
+
+    type: str = Field(min_length=1, description="Scaler type, e.g. prometheus, cron")
+    metadata: dict[str, str] = Field(description="Scaler parameters (strings)")
+
+
 class Autoscaling(ValuesModel):
     enabled: bool = Field(default=True, description="Render the KEDA ScaledObject (single-node, multi-node only)")
     min_replica_count: Int32 = Field(default=1, ge=0, description="Fewest replicas (LeaderWorkerSet groups)")
@@ -186,7 +193,7 @@ class Autoscaling(ValuesModel):
     behavior: Behavior = Field(default_factory=Behavior, description="HPA behavior")
     fallback: Fallback = Field(default_factory=Fallback, description="Behaviour when Prometheus is unreachable")
     ignore_null_values: bool = Field(default=False, description="Read an empty query result as 0 instead of an error")
-    extra_triggers: list[dict] = Field(default_factory=list, description="Extra KEDA triggers appended as-is")
+    extra_triggers: list[KedaTrigger] = Field(default_factory=list, description="Extra KEDA triggers appended as-is")
     trigger_authentication: TriggerAuthentication = Field(default_factory=TriggerAuthentication,
                                                           description="Optional TriggerAuthentication")
 

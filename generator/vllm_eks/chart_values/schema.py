@@ -86,7 +86,9 @@ def _tidy(node: Any, in_properties: bool = False, in_items: bool = False) -> Any
         out[_OMITTABLE] = True
     if "properties" in out and not tidied_branch:
         out.setdefault("type", "object")
-        out["additionalProperties"] = False
+        # closed, unless the model keeps unknown keys on purpose (a Kubernetes object passed on)
+        if out.get("additionalProperties") is not True:
+            out["additionalProperties"] = False
         omittable = {name for name, sub in out["properties"].items() if sub.pop(_OMITTABLE, False)}
         if not in_items:
             required = set(out.get("required", [])) | (set(out["properties"]) - omittable)

@@ -9,14 +9,14 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, model_validator
 
 from .. import contract
 from ..errors import InvalidOptionError, VllmEksError
 from ..plan import Plan
 from ..engine_settings import serve_flags
 from ..topology import Topology, keda_scales
-from .base import (DNS1123_LABEL, INT32_MAX, Int32, IMAGE_TAG, OPTIONAL_IMAGE_TAG, OPTIONAL_DNS1035_LABEL, OPTIONAL_DNS1123_LABEL, Annotations, Labels, DNS1123_SUBDOMAIN, OPTIONAL_AVAILABILITY_ZONE, OPTIONAL_DNS1123_SUBDOMAIN,
+from .base import (DNS1123_LABEL, KubernetesObject, INT32_MAX, Int32, IMAGE_TAG, OPTIONAL_IMAGE_TAG, OPTIONAL_DNS1035_LABEL, OPTIONAL_DNS1123_LABEL, Annotations, Labels, DNS1123_SUBDOMAIN, OPTIONAL_AVAILABILITY_ZONE, OPTIONAL_DNS1123_SUBDOMAIN,
                    OptionalQuantity, Quantity, ValuesModel)
 from .options import ValuesOptions, efa_zone
 from ..units import bytes_quantity, cpu_quantity
@@ -288,6 +288,12 @@ class Affinity(ValuesModel):
     pod_anti_affinity: PodAffinity | None = Field(None, description="Pod anti-affinity")
 
 
+class TopologySpreadConstraint(KubernetesObject):
+    max_skew: Int32 = Field(ge=1, description="maxSkew")
+    topology_key: str = Field(min_length=1, description="topologyKey: the node label whose values are the domains")
+    when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"] = Field(description="whenUnsatisfiable")
+
+
 class Scheduling(ValuesModel):
     pool: str = Field("", pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$", description=(
         "GPU pool (charts/gpu-infra NodePool) to run on: nodeSelector vllm-eks.io/pool; empty: any"))
@@ -300,7 +306,7 @@ class Scheduling(ValuesModel):
     tolerations: list[Toleration] = Field(default_factory=list, description=(
         "Tolerations in addition to the nvidia.com/gpu:NoSchedule one the chart always sets"))
     affinity: Affinity = Field(default_factory=Affinity, description="Pod affinity/anti-affinity (Kubernetes Affinity)")
-    topology_spread_constraints: list[dict[str, Any]] = Field(default_factory=list, description=(
+    topology_spread_constraints: list[TopologySpreadConstraint] = Field(default_factory=list, description=(
         "topologySpreadConstraints (Kubernetes objects); labelSelector defaults to the pod's selector labels"))
     priority_class_name: str = Field("", pattern=OPTIONAL_DNS1123_SUBDOMAIN, description="priorityClassName")
 
@@ -372,6 +378,24 @@ class HelmTest(ValuesModel):
     prompt: str = Field("The capital of France is", min_length=1, description="Prompt of the test completion")
     max_tokens: Int32 = Field(8, ge=1, description="max_tokens of the test completion")
     timeout_seconds: Int32 = Field(120, ge=1, description="curl --max-time of each request")
+
+
+class Volume(KubernetesObject):
+    """A Kubernetes Volume: a name and one volume source (configMap, secret, persistentVolumeClaim, ...)."""
+
+    model_config = ConfigDict(json_schema_extra={"minProperties": 2})
+    name: str = Field(pattern=DNS1123_LABEL, max_length=63, description="Volume name (a DNS-1123 label)")
+
+    @model_validator(mode="after")
+    def _has_a_source(self) -> "Volume":
+        if not self.model_extra:
+            raise ValueError("a volume needs a source (configMap, secret, persistentVolumeClaim, ...)")
+        return self
+
+
+class VolumeMount(KubernetesObject):
+    name: str = Field(pattern=DNS1123_LABEL, max_length=63, description="Name of the volume mounted")
+    mount_path: str = Field(pattern=r"^/[^:]*$", description="Where it is mounted (an absolute path, no ':')")
 
 
 class EnvVar(ValuesModel):
@@ -578,8 +602,8 @@ class VllmInferenceValues(ValuesModel):
     pod_labels: Labels = Field(default_factory=dict, description="Extra labels on the pods (over labels of the same key)")
     pod_annotations: Annotations = Field(default_factory=dict, description="Extra annotations on the pods")
     extra_env: list[EnvVar] = Field(default_factory=list, description="Extra environment variables of the vLLM container")
-    extra_volumes: list[dict[str, Any]] = Field(default_factory=list, description="Extra pod volumes (Kubernetes Volume objects)")
-    extra_volume_mounts: list[dict[str, Any]] = Field(default_factory=list, description="Extra volumeMounts of the vLLM container")
+    extra_volumes: list[Volume] = Field(default_factory=list, description="Extra pod volumes (Kubernetes Volume objects)")
+    extra_volume_mounts: list[VolumeMount] = Field(default_factory=list, description="Extra volumeMounts of the vLLM container")
 
 
 # --------------------------------------------------------------------------------------------
