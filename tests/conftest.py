@@ -16,6 +16,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from tests.harness import KUBE_VERSIONS, CrdRegistry, crd_schema, helm, load_crds  # noqa: E402
+from tests.harness.summary import SECTIONS  # noqa: E402
 from tests.harness.timing import TIMINGS  # noqa: E402
 from tests.harness.tools import ToolMissingError  # noqa: E402
 
@@ -42,6 +43,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # no
         terminalreporter.section("timings")
         for label, seconds in TIMINGS:
             terminalreporter.write_line(f"{seconds:8.2f} s  {label}")
+    for title, lines in SECTIONS.items():
+        terminalreporter.section(title)
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(params=sorted(helm.HELM_VERSIONS))

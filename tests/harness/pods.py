@@ -78,7 +78,7 @@ def created_pods(objects: list[dict[str, Any]]) -> list[CreatedPod]:
             pods.append(CreatedPod(f"{kind}/{name}{what}", ns, {**tpl["metadata"].get("labels", {}), **extra},
                                    tpl["spec"]))
 
-        if kind in {"Deployment", "StatefulSet"}:
+        if kind in {"Deployment", "StatefulSet", "DaemonSet"}:
             add("", obj["spec"]["template"], {})
         elif kind == "LeaderWorkerSet":
             lwt = obj["spec"]["leaderWorkerTemplate"]

@@ -179,8 +179,19 @@ def test_values_schema_is_generated_from_the_model() -> None:
     ({"clusterName": "prod/east"}, "clusterName"),
     ({"nodeRole": "arn:aws:iam::111122223333:role/nodes"}, "nodeRole"),
     ({"ec2Tags": {"team": "x" * 257}}, "ec2Tags"),
+    ({"pools": [{"name": "x", "instanceTypes": ["g5.xlarge"], "gpuLimit": 1, "labels": {"Team_A/x": "a"}}]},
+     "labels"),
+    # rendered `budgets:` with no value, which the NodePool refuses
+    ({"poolDefaults": {"disruption": {"budgets": []}}}, "budgets"),
+    ({"pools": [{"name": "x", "instanceTypes": ["g5.xlarge"], "gpuLimit": 2**40}]}, "gpuLimit"),
+    ({"priorityClassName": "Node_Critical"}, "priorityClassName"),
+    # the EC2NodeClass alias family@version is at most 30 characters
+    ({"amiVersion": "release-2026-09-03-with-fixes"}, "amiVersion"),
+    ({"discovery": {"tagKey": "line\nbreak"}}, "tagKey"),
+    ({"networkPolicy": {"metricsFrom": [{}]}}, "metricsFrom"),  # an empty peer: the API server refuses it
 ], ids=["gpuLimit-0", "unknown-key", "al2-family", "imds-tokens", "duration", "bad-quantity", "zone",
-        "instance-type", "cluster-name", "node-role-arn", "long-tag-value"])
+        "instance-type", "cluster-name", "node-role-arn", "long-tag-value", "node-label-key", "no-budgets", "beyond-int32",
+        "priority-class", "ami-version", "tag-key", "empty-peer"])
 def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict, message: str) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))
@@ -204,7 +215,14 @@ def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict,
     ({"metadataOptions": {"httpTokens": "optional", "httpPutResponseHopLimit": 2},
       "poolDefaults": {"rootVolume": {"encrypted": False}}},
      ["metadataOptions.httpTokens", "metadataOptions.httpPutResponseHopLimit", "pools[0].rootVolume.encrypted"]),
-], ids=["latest-ami", "bottlerocket-plus-plugin", "efa-zone-plugin", "reservations", "several", "insecure-nodes"])
+    ({"nvidiaDevicePlugin": {"resources": {"requests": {"cpu": "250m", "memory": "64Mi"},
+                                           "limits": {"cpu": "200m", "memory": "256Mi"}}},
+      "dcgmExporter": {"resources": {"requests": {"cpu": "100m", "memory": "2Gi"},
+                                     "limits": {"cpu": "500m", "memory": "1Gi"}}}},
+     ["nvidiaDevicePlugin.resources.requests.cpu", "dcgmExporter.resources.requests.memory"]),
+    ({"poolDefaults": {"labels": {"vllm-eks.io/pool": "other"}}}, ["pools[0].labels.vllm-eks.io/pool"]),
+], ids=["latest-ami", "bottlerocket-plus-plugin", "efa-zone-plugin", "reservations", "several", "insecure-nodes",
+        "requests-above-limits", "pool-label"])
 def test_validate_helper_names_every_key(tmp_path: Path, bad: dict, keys: list[str]) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))
@@ -265,6 +283,36 @@ def test_secure_node_defaults(tmp_path: Path) -> None:
     assert nc["spec"]["metadataOptions"]["httpTokens"] == "required"
     assert nc["spec"]["metadataOptions"]["httpPutResponseHopLimit"] == 1
     assert all(b["ebs"]["encrypted"] for b in nc["spec"]["blockDeviceMappings"])
+
+
+def test_pool_defaults_take_a_placement_group_by_name(tmp_path: Path) -> None:
+    """poolDefaults.placementGroup takes one of name or id; the schema used to require both."""
+    nc = _node_class(tmp_path, {"poolDefaults": {"placementGroup": {"name": "pg-llm"}}})
+    assert nc["spec"]["placementGroupSelector"] == {"name": "pg-llm"}
+
+
+def test_a_pool_named_like_a_number_stays_a_string(tmp_path: Path, crd_registry) -> None:
+    """Pool "1" is a valid name; rendered unquoted it became the YAML number 1 (NodePool, EC2NodeClass
+    and the pool label were invalid)."""
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump({"pools": [{"name": "1", "instanceTypes": ["g5.xlarge"], "gpuLimit": 1}]}))
+    objects = helm.render(CHART, [path], helm="helm4", namespace=NAMESPACE)
+    validate_all(objects, crd_registry)
+    assert {o["metadata"]["name"] for o in objects if o["kind"] in ("NodePool", "EC2NodeClass")} == {"1"}
+
+
+def test_a_priority_class_named_like_a_number_stays_a_string(tmp_path: Path, crd_registry) -> None:
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump({"priorityClassName": "1"}))
+    objects = helm.render(CHART, [path], helm="helm4", namespace=NAMESPACE)
+    validate_all(objects, crd_registry)
+    assert {o["spec"]["template"]["spec"]["priorityClassName"] for o in objects if o["kind"] == "DaemonSet"} == {"1"}
+
+
+def test_a_discovery_tag_key_with_colon_and_space_renders(tmp_path: Path, crd_registry) -> None:
+    """AWS tag keys may hold ': ' (written unquoted, it broke the EC2NodeClass YAML)."""
+    nc = _node_class(tmp_path, {"discovery": {"tagKey": "team: a", "tagValue": "1"}})
+    assert nc["spec"]["subnetSelectorTerms"] == [{"tags": {"team: a": "1"}}]
 
 
 def test_cluster_name_drives_role_and_discovery(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tests.harness import helm
-from tests.render.test_vllm_inference_malformed import names_key
+from tests.harness.key_paths import names_key
 
 pytestmark = pytest.mark.render
 

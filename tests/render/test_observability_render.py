@@ -199,6 +199,8 @@ BAD_VALUES = [
     ({"rules": {"podRegex": "vllm-(?!prefill).*"}}, "rules.podRegex"),  # lookahead: not RE2
     ({"rules": {"podRegex": "(vllm)-\\1"}}, "rules.podRegex"),  # backreference: not RE2
     ({"rules": {"podRegex": "vllm-[a-"}}, "rules.podRegex"),
+    ({"dashboards": {"sidecarLabels": {"app.kubernetes.io/name": "x"}}}, "dashboards.sidecarLabels.app.kubernetes.io/name"),
+    ({"prometheus": {"monitorLabels": {"helm.sh/chart": "x"}}}, "prometheus.monitorLabels.helm.sh/chart"),
 ]
 
 
@@ -219,13 +221,55 @@ def test_validate_helper_names_the_key(tmp_path: Path, helm_version: str, bad: d
     ({"rules": {"thresholds": {"kvCacheUsage": 1.5}}}, "kvCacheUsage"),
     ({"monitors": {"vllm": {"prot": "http"}}}, "prot"),
     ({"target": {"servedModelName": "x"}}, "servedModelName"),
-], ids=["topology", "threshold-type", "kv-range", "unknown-key", "removed-key"])
+    # label maps: keys and values the API server refuses in labels and selectors
+    ({"prometheus": {"monitorLabels": {"release": "kube prometheus"}}}, "monitorLabels"),
+    ({"monitors": {"dcgm": {"matchLabels": {"x" * 64: "y"}}}}, "matchLabels"),
+    ({"dashboards": {"annotations": {"grafana folder": "LLM"}}}, "annotations"),
+    # names the monitors and the ScaledObject refer to: Kubernetes names, port names
+    ({"target": {"release": "vLLM"}}, "release"),
+    ({"target": {"namespace": "team_a"}}, "namespace"),
+    ({"target": {"name": "Server.1"}}, "name"),
+    ({"monitors": {"dcgm": {"port": "9400"}}}, "port"),
+    ({"monitors": {"vllm": {"port": "http metrics"}}}, "port"),
+    ({"autoscaling": {"maxReplicaCount": 2**31}}, "maxReplicaCount"),  # the ScaledObject's int32
+    ({"autoscaling": {"extraTriggers": [{"type": "cron"}]}}, "metadata"),  # KEDA requires it
+], ids=["topology", "threshold-type", "kv-range", "unknown-key", "removed-key", "label-value", "label-key",
+        "annotation-key", "release", "namespace", "name", "port-number", "port-space", "beyond-int32", "trigger-metadata"])
 def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict, fragment: str) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))
     with pytest.raises(helm.HelmError) as err:
         helm.render(CHART, [path], helm=helm_version, namespace=NAMESPACE)
     assert fragment in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("topology", ["single-node", "multi-node", "ray-serve"])
+def test_names_that_look_like_numbers_stay_strings(tmp_path: Path, helm_version: str, topology: str,
+                                                    crd_registry) -> None:
+    """A release, namespace or target named "2" is a valid Kubernetes name; rendered unquoted it
+    became the YAML number 2 and the ScaledObject and monitors were invalid."""
+    path = tmp_path / "numbers.yaml"
+    path.write_text(yaml.safe_dump({"topology": topology, "target": {"release": "2", "namespace": "3", "name": "4"}}))
+    objects = helm.render(CHART, [path], helm=helm_version, namespace=NAMESPACE)
+    validate_all(objects, crd_registry)
+    for obj in _of_kind(objects, "ScaledObject"):
+        assert obj["metadata"]["namespace"] == "3" and obj["spec"]["scaleTargetRef"]["name"] == "4"
+    for obj in _of_kind(objects, "ServiceMonitor") + _of_kind(objects, "PodMonitor"):
+        if obj["spec"]["namespaceSelector"].get("matchNames"):
+            assert obj["spec"]["namespaceSelector"]["matchNames"] == ["3"]
+
+
+def test_large_counts_render_as_integers(tmp_path: Path, helm_version: str, crd_registry) -> None:
+    """Helm holds numbers as float64 and prints 1000000 as 1e+06: the ScaledObject's counts went out
+    as that text, which is no integer."""
+    path = tmp_path / "big.yaml"
+    path.write_text(yaml.safe_dump({"autoscaling": {"maxReplicaCount": 1_000_000, "pollingInterval": 2_000_000,
+                                                    "cooldownPeriod": 3_000_000}}))
+    objects = helm.render(CHART, [path], helm=helm_version, namespace=NAMESPACE)
+    validate_all(objects, crd_registry)
+    (scaled,) = _of_kind(objects, "ScaledObject")
+    assert (scaled["spec"]["maxReplicaCount"], scaled["spec"]["pollingInterval"], scaled["spec"]["cooldownPeriod"]) == (
+        1_000_000, 2_000_000, 3_000_000)
 
 
 def _dashboards(objects) -> list[tuple[str, str, dict]]:

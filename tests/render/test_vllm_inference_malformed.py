@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness import helm
+from tests.harness.key_paths import names_key
 
 pytestmark = pytest.mark.render
 
@@ -29,31 +30,6 @@ def expected_keys(path: Path) -> list[str]:
         if line.startswith("# expect:"):
             return [k.strip() for k in line.split(":", 1)[1].split(",") if k.strip()]
     raise AssertionError(f"{path.name}: no '# expect:' line")
-
-
-def _forms(key: str) -> set[str]:
-    """Ways the helm versions and the validate helper spell one key path."""
-    if not key:
-        return {"(root)", "at ''"}
-    parts = re.split(r"\.|\[(\d+)\]", key)
-    parts = [p for p in parts if p]
-    dotted = ".".join(parts)
-    bracketed = "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in parts).lstrip(".")
-    return {dotted, bracketed, "/" + "/".join(parts)}
-
-
-def names_key(message: str, key: str) -> bool:
-    if any(form in message for form in _forms(key)):
-        return True
-    # unknown key: reported on its parent path (which ends there), with the key's own name
-    parent, _, leaf = key.rpartition(".")
-    if parent:
-        ends = {f"{form}:" for form in _forms(parent) if not form.startswith("/")}
-        ends |= {f"'{form}'" for form in _forms(parent) if form.startswith("/")}
-    else:
-        ends = {"(root):", "at ''"}
-    return any(end in message for end in ends) and re.search(
-        rf"(?<![\w-]){re.escape(leaf)}(?![\w-])", message) is not None
 
 
 def test_enough_malformed_files() -> None:

@@ -182,6 +182,47 @@ def test_labels_and_selectors(values_file: Path) -> None:
             assert not selector.items() <= obj["metadata"]["labels"].items()
 
 
+@pytest.mark.parametrize("topology", ["single-node", "ray-serve"])
+def test_names_that_look_like_numbers_stay_strings(tmp_path: Path, topology: str, crd_registry) -> None:
+    """A priorityClassName, subPath, nameOverride, ServiceAccount or claim named "1" is
+    valid; rendered unquoted each became a YAML number the API server refuses."""
+    values = tmp_path / "numbers.yaml"
+    values.write_text(yaml.safe_dump({
+        "topology": topology, "scheduling": {"priorityClassName": "1"}, "nameOverride": "2",
+        "serviceAccount": {"name": "3"},
+        "model": {"source": "pvc", "name": "/models/x", "pvc": {"claimName": "4", "subPath": "1"}}}))
+    objects = helm.render(CHART, [values], namespace=NAMESPACE)
+    validate_all(objects, crd_registry)
+    assert all(o["metadata"]["labels"]["app.kubernetes.io/name"] == "2" for o in objects if o["kind"] != "Pod")
+    specs = [spec for o in objects if o["kind"] != "Pod" for spec in pod_templates(o)]
+    assert specs
+    for spec in specs:
+        assert spec["priorityClassName"] == "1"
+        assert all(m.get("subPath") in (None, "1") for c in spec["containers"] for m in c.get("volumeMounts", []))
+
+
+@pytest.mark.parametrize("mount_as", ["env", "file"])
+def test_a_token_secret_named_like_a_number_stays_a_string(tmp_path: Path, mount_as: str, crd_registry) -> None:
+    values = tmp_path / "token.yaml"
+    values.write_text(yaml.safe_dump({"model": {"huggingface": {"tokenSecret": {"name": "123", "mountAs": mount_as}}}}))
+    objects = helm.render(CHART, [values], namespace=NAMESPACE)
+    validate_all(objects, crd_registry)
+    assert '"123"' in json.dumps(one(objects, "Deployment")["spec"]["template"]["spec"])
+
+
+def test_pod_labels_win_over_labels_and_the_version_label_is_a_label_value(tmp_path: Path, crd_registry) -> None:
+    """podLabels and labels with one key were both written into the pod template (a duplicate key);
+    an image tag with '_' at an end made the version label invalid."""
+    values = tmp_path / "labels.yaml"
+    values.write_text(yaml.safe_dump({"labels": {"team": "a"}, "podLabels": {"team": "b"}, "image": {"tag": "_v1.0_"}}))
+    objects = helm.render(CHART, [values], namespace=NAMESPACE)
+    validate_all(objects, crd_registry)
+    deployment = one(objects, "Deployment")
+    assert deployment["metadata"]["labels"]["team"] == "a"
+    assert deployment["spec"]["template"]["metadata"]["labels"]["team"] == "b"
+    assert deployment["metadata"]["labels"]["app.kubernetes.io/version"] == "v1.0"
+
+
 @pytest.mark.parametrize("values_file", SINGLE_NODE_CI, ids=single_ids)
 def test_service_port_contract(values_file: Path) -> None:
     objects = rendered(values_file)
@@ -414,7 +455,8 @@ SENTINEL = "hf_" + "RenderSentinel" * 3
     {"engine": {"extraArgs": ["--hf-token", SENTINEL]}},
     {"extraEnv": [{"name": "SOMETHING", "value": SENTINEL}]},
     {"extraVolumes": [{"name": "x", "configMap": {"name": SENTINEL}}]},
-    {"scheduling": {"affinity": {"nodeAffinity": {"note": SENTINEL}}}},
+    # below the affinity keys the schema checks, where any map passes the schema
+    {"scheduling": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"note": SENTINEL}}}}},
 ], ids=["podAnnotations", "labels", "service", "serviceAccount", "extraArgs", "extraEnv", "extraVolumes",
         "affinity"])
 def test_token_anywhere_in_values_is_rejected_and_not_echoed(values: dict, helm_version: str,

@@ -235,8 +235,14 @@ def test_schema_is_self_contained_strict_draft07() -> None:
     assert "$ref" not in text and "$defs" not in text
     objects = [(p, n) for p, n in _walk(schema) if isinstance(n, dict) and "properties" in n]
     assert len(objects) > 20
+    # Kubernetes objects passed on as written (base.KubernetesObject): their required keys are
+    # declared, any other key is the API server's to check. Every other object is closed.
+    passed_on = {"values.properties.extraVolumes.items", "values.properties.extraVolumeMounts.items",
+                 "values.properties.scheduling.properties.topologySpreadConstraints.items"}
+    assert passed_on <= {p for p, _ in objects}
     for path, node in objects:
-        assert node.get("additionalProperties") is False, path
+        open_ = path in passed_on
+        assert node.get("additionalProperties") is open_, path
         for name, prop in node["properties"].items():
             assert prop.get("description"), f"{path}.{name} has no description"
     # default values validate against the schema
@@ -246,6 +252,28 @@ def test_schema_is_self_contained_strict_draft07() -> None:
 def test_schema_keeps_optional_fields_omittable_not_nullable() -> None:
     sc = values_schema(VllmInferenceValues, TITLE)["properties"]["securityContext"]["properties"]
     assert sc["runAsUser"]["type"] == "integer" and "anyOf" not in sc["runAsUser"]
+
+
+def test_schema_keeps_the_optional_fields_of_an_optional_model_omittable() -> None:
+    """An optional model (default None) with optional fields: setting one of them is enough
+    (gpu-infra poolDefaults.placementGroup used to require both name and id)."""
+    from pydantic import Field
+
+    from vllm_eks.chart_values.base import ValuesModel
+
+    class Inner(ValuesModel):
+        name: str | None = Field(None, description="a")
+        id: str | None = Field(None, description="b")
+
+    class Outer(ValuesModel):
+        inner: Inner | None = Field(None, description="optional")
+        kept: Inner = Field(default_factory=Inner, description="always there")
+
+    schema = values_schema(Outer, "x")
+    assert "required" not in schema["properties"]["inner"]
+    assert "required" not in schema["properties"]["kept"]
+    assert schema["required"] == ["kept"]
+    jsonschema.Draft7Validator(schema).validate({"inner": {"name": "a"}, "kept": {}})
 
 
 def test_schema_topology_lists_the_four_topologies() -> None:

@@ -21,6 +21,8 @@ message.
 {{- $out = print $out (include "gpu-infra.validateValues.securityExceptions" .) -}}
 {{- $out = print $out (include "gpu-infra.validateValues.ec2Tags" .) -}}
 {{- $out = print $out (include "gpu-infra.validateValues.nodeLabelKeys" .) -}}
+{{- $out = print $out (include "gpu-infra.validateValues.requestsWithinLimits" .) -}}
+{{- $out = print $out (include "gpu-infra.validateValues.poolLabel" .) -}}
 {{- $errors := compact (splitList "\n" $out) -}}
 {{- if $errors -}}
 {{- fail (printf "\n\ngpu-infra values are invalid:\n  - %s\n" (join "\n  - " $errors)) -}}
@@ -171,10 +173,47 @@ generator/vllm_eks/chart_values/gpu_infra.py.
 {{- end -}}
 {{- end -}}
 
+{{/*
+A Kubernetes quantity (the schema has checked its form) as a float in base units: 1500m -> 1.5,
+16Gi -> 17179869184. Used only to compare two quantities.
+*/}}
+{{- define "gpu-infra.quantityValue" -}}
+{{- $q := toString . -}}
+{{- $number := regexFind "^[0-9]+([.][0-9]+)?" $q -}}
+{{- $scale := dict "" 1.0 "m" 0.001 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18
+    "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "Pi" 1125899906842624.0
+    "Ei" 1152921504606846976.0 -}}
+{{- mulf (float64 $number) (get $scale (trimPrefix $number $q)) -}}
+{{- end -}}
+
+{{/* Each DaemonSet's resource requests at most its limits (the API server rejects the pods otherwise). */}}
+{{- define "gpu-infra.validateValues.requestsWithinLimits" -}}
+{{- range $ds := list "nvidiaDevicePlugin" "efaDevicePlugin" "dcgmExporter" -}}
+{{- $r := (index $.Values $ds).resources -}}
+{{- range $name := list "cpu" "memory" -}}
+{{- $req := get $r.requests $name -}}
+{{- $lim := get $r.limits $name -}}
+{{- if gt (float64 (include "gpu-infra.quantityValue" $req)) (float64 (include "gpu-infra.quantityValue" $lim)) -}}
+{{- printf "%s.resources.requests.%s: %v is above %s.resources.limits.%s %v (a request may not exceed its limit)\n" $ds $name $req $ds $name $lim -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Node label keys the API server accepts (metadataKeyErrors), in poolDefaults and every pool. */}}
 {{- define "gpu-infra.validateValues.nodeLabelKeys" -}}
 {{- include "gpu-infra.metadataKeyErrors" (dict "path" "poolDefaults.labels" "map" .Values.poolDefaults.labels) -}}
 {{- range $i, $p := .Values.pools -}}
 {{- include "gpu-infra.metadataKeyErrors" (dict "path" (printf "pools[%d].labels" $i) "map" $p.labels) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The pool label is the chart's: a pool's labels (after poolDefaults) must not set it. */}}
+{{- define "gpu-infra.validateValues.poolLabel" -}}
+{{- $key := include "gpu-infra.poolLabel" . -}}
+{{- range $i, $p := (include "gpu-infra.pools" . | fromJson).pools -}}
+{{- if hasKey ($p.labels | default dict) $key -}}
+{{- printf "pools[%d].labels.%s: set by the chart to the pool name (%s); use another label key\n" $i $key $p.name -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}

@@ -76,7 +76,7 @@ Labels selecting the model-server Service (single-node) or leader pods (multi-no
 {{ toYaml .Values.monitors.vllm.matchLabels }}
 {{- else -}}
 app.kubernetes.io/name: vllm-inference
-app.kubernetes.io/instance: {{ .Values.target.release }}
+app.kubernetes.io/instance: {{ .Values.target.release | quote }}
 {{- if ne .Values.topology "disaggregated" }}
 app.kubernetes.io/component: server
 {{- end }}
@@ -103,7 +103,7 @@ Labels selecting the Ray pods of the RayService.
 {{ toYaml .Values.monitors.rayServe.matchLabels }}
 {{- else -}}
 ray.io/is-ray-node: "yes"
-app.kubernetes.io/instance: {{ .Values.target.release }}
+app.kubernetes.io/instance: {{ .Values.target.release | quote }}
 {{- end -}}
 {{- end -}}
 

@@ -17,6 +17,7 @@ a key set to null passes it, and renders with --skip-schema-validation rely on t
 {{- $out = print $out (include "observability.validateValues.scrapeTimeout" .) -}}
 {{- $out = print $out (include "observability.validateValues.podRegex" .) -}}
 {{- $out = print $out (include "observability.validateValues.metadataKeys" .) -}}
+{{- $out = print $out (include "observability.validateValues.chartLabels" .) -}}
 {{- /* The autoscaling rules apply only where the ScaledObject renders. */ -}}
 {{- if and .Values.autoscaling.enabled (include "observability.kedaTopology" .) -}}
 {{- $out = print $out (include "observability.validateValues.scaleToZeroAllowed" .) -}}
@@ -156,5 +157,19 @@ every string, so the match is false only when the pattern cannot compile.
 {{- $maps := dict "prometheus.monitorLabels" $v.prometheus.monitorLabels "monitors.vllm.matchLabels" $v.monitors.vllm.matchLabels "monitors.rayServe.matchLabels" $v.monitors.rayServe.matchLabels "monitors.dcgm.matchLabels" $v.monitors.dcgm.matchLabels "dashboards.sidecarLabels" $v.dashboards.sidecarLabels "dashboards.annotations" $v.dashboards.annotations -}}
 {{- range $path := keys $maps | sortAlpha -}}
 {{- include "observability.metadataKeyErrors" (dict "path" $path "map" (get $maps $path)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The chart's own labels are not the user's: a monitor or dashboard label of the same key was
+written twice into the object. */}}
+{{- define "observability.validateValues.chartLabels" -}}
+{{- $own := include "observability.labels" . | fromYaml -}}
+{{- range $key := list "prometheus.monitorLabels" "dashboards.sidecarLabels" -}}
+{{- $labels := index $.Values (splitList "." $key | first) (splitList "." $key | last) | default dict -}}
+{{- range $label := keys $labels | sortAlpha -}}
+{{- if hasKey $own $label -}}
+{{- printf "%s.%s: set by the chart (%s: %s); use another label key\n" $key $label $label (get $own $label) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}

@@ -32,15 +32,17 @@ Selector labels: minimal and stable (a Deployment selector is immutable). charts
 selects the Service and pods with exactly these three.
 */}}
 {{- define "vllm-inference.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "vllm-inference.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: {{ include "vllm-inference.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 app.kubernetes.io/component: server
 {{- end }}
 
-{{/* The labels the chart sets on every object: selector and Kubernetes recommended labels. */}}
+{{/* The labels the chart sets on every object: selector and Kubernetes recommended labels
+(validateValues.metadataKeys keeps the user's labels off these keys). The version label is
+the image tag cut to a label value: at most 63 characters, alphanumeric at both ends. */}}
 {{- define "vllm-inference.chartLabels" -}}
 {{ include "vllm-inference.selectorLabels" . }}
-app.kubernetes.io/version: {{ include "vllm-inference.imageTag" . | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/version: {{ regexReplaceAll "^[^A-Za-z0-9]+|[^A-Za-z0-9]+$" (include "vllm-inference.imageTag" . | trunc 63) "" | quote }}
 app.kubernetes.io/part-of: vllm-eks
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ include "vllm-inference.chart" . }}
@@ -199,8 +201,8 @@ leaderworkerset.sigs.k8s.io/worker-index: "0"
 
 {{/* Labels of helm test objects: never the server's selector labels (component test). */}}
 {{- define "vllm-inference.testLabels" -}}
-app.kubernetes.io/name: {{ include "vllm-inference.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: {{ include "vllm-inference.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 app.kubernetes.io/component: test
 app.kubernetes.io/part-of: vllm-eks
 app.kubernetes.io/managed-by: {{ .Release.Service }}
@@ -269,6 +271,21 @@ Call with (dict "root" $ "leader" true|false).
 {{- end }}
 
 {{/*
+The NIXL backends a kv_transfer_config selects (kv_connector_extra_config.backends) as a JSON
+list; [] when it selects none or is not shaped that way (validateValues.kvTransfer reports it).
+*/}}
+{{- define "vllm-inference.kvBackends" -}}
+{{- $backends := list }}
+{{- if kindIs "map" . }}
+{{- $extra := get . "kv_connector_extra_config" }}
+{{- if and (kindIs "map" $extra) (kindIs "slice" (get $extra "backends")) }}
+{{- $backends = get $extra "backends" }}
+{{- end }}
+{{- end }}
+{{- toJson $backends }}
+{{- end }}
+
+{{/*
 Capabilities the server pods need from their image beyond the topology's own (files/contracts):
 "efa" when the pods have EFA interfaces, "nixl-libfabric" when a disaggregated pool selects NIXL's
 LIBFABRIC backend. Returns a JSON list.
@@ -282,7 +299,7 @@ LIBFABRIC backend. Returns a JSON list.
 {{- if eq (toString $v.topology) "disaggregated" }}
 {{- range $role := list "prefill" "decode" }}
 {{- $kv := get (index $v.disaggregated $role).engineKwargs "kv_transfer_config" }}
-{{- if and (kindIs "map" $kv) (has "LIBFABRIC" (dig "kv_connector_extra_config" "backends" (list) $kv)) }}
+{{- if has "LIBFABRIC" (include "vllm-inference.kvBackends" $kv | fromJsonArray) }}
 {{- if not (has "nixl-libfabric" $caps) }}
 {{- $caps = append $caps "nixl-libfabric" }}
 {{- end }}

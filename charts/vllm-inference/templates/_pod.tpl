@@ -5,10 +5,7 @@ workers, Ray head and workers). Each helper renders a YAML fragment at column 0;
 
 {{/* Pod template labels: the chart labels plus podLabels. */}}
 {{- define "vllm-inference.podLabels" -}}
-{{ include "vllm-inference.labels" . }}
-{{- with .Values.podLabels }}
-{{ toYaml . }}
-{{- end }}
+{{- toYaml (merge (dict) (.Values.podLabels | default dict) (include "vllm-inference.labels" . | fromYaml)) }}
 {{- end }}
 
 {{/* Pod template annotations (podAnnotations over annotations); may be empty. */}}
@@ -104,14 +101,14 @@ Scheduling and identity keys of every model-server pod spec (after `spec:`), roo
 */}}
 {{- define "vllm-inference.podSpecCommon" -}}
 {{- $v := .Values -}}
-serviceAccountName: {{ include "vllm-inference.serviceAccountName" . }}
+serviceAccountName: {{ include "vllm-inference.serviceAccountName" . | quote }}
 automountServiceAccountToken: {{ $v.serviceAccount.automountToken }}
 # Kubernetes would inject <SERVICE>_PORT variables; names starting with VLLM_ collide with
 # vLLM's own settings (docs.vllm.ai, "Environment Variables").
 enableServiceLinks: false
 terminationGracePeriodSeconds: {{ $v.drain.terminationGracePeriodSeconds | int }}
 {{- with $v.scheduling.priorityClassName }}
-priorityClassName: {{ . }}
+priorityClassName: {{ . | quote }}
 {{- end }}
 {{- with $v.imagePullSecrets }}
 imagePullSecrets:
@@ -187,7 +184,7 @@ from its Secret, the NCCL/libfabric settings of multi-node and EFA pods, then ex
 - name: HF_TOKEN
   valueFrom:
     secretKeyRef:
-      name: {{ $hfToken.name }}
+      name: {{ $hfToken.name | quote }}
       key: {{ $hfToken.key | quote }}
       optional: {{ $hfToken.optional }}
 {{- end }}
@@ -279,7 +276,7 @@ limits:
   mountPath: {{ $v.model.pvc.mountPath }}
   readOnly: {{ $v.model.pvc.readOnly }}
   {{- with $v.model.pvc.subPath }}
-  subPath: {{ . }}
+  subPath: {{ . | quote }}
   {{- end }}
 {{- end }}
 - name: scripts
@@ -315,7 +312,7 @@ limits:
 {{- if and (include "vllm-inference.useToken" .) (eq $hfToken.mountAs "file") }}
 - name: hf-token
   secret:
-    secretName: {{ $hfToken.name }}
+    secretName: {{ $hfToken.name | quote }}
     optional: {{ $hfToken.optional }}
     defaultMode: 0444
     items:
@@ -325,7 +322,7 @@ limits:
 {{- if eq $v.model.source "pvc" }}
 - name: model
   persistentVolumeClaim:
-    claimName: {{ $v.model.pvc.claimName }}
+    claimName: {{ $v.model.pvc.claimName | quote }}
     readOnly: {{ $v.model.pvc.readOnly }}
 {{- end }}
 - name: scripts

@@ -169,12 +169,17 @@ with every message. It also runs when a user skips schema validation (helm
 {{- $sets := include "vllm-inference.engineKwargSets" . | fromJson -}}
 {{- range $path := keys $sets | sortAlpha -}}
 {{- $kv := get (get $sets $path) "kv_transfer_config" -}}
+{{- $extra := and (kindIs "map" $kv) (get $kv "kv_connector_extra_config") -}}
 {{- if not $kv -}}
 {{- printf "%s.kv_transfer_config: required: prefill and decode exchange the KV cache through it (NixlConnector)\n" $path -}}
-{{- else if and (kindIs "map" $kv) (eq (int $v.efa.devices) 0) -}}
-{{- if has "LIBFABRIC" (dig "kv_connector_extra_config" "backends" (list) $kv) -}}
+{{- else if not (kindIs "map" $kv) -}}
+{{- printf "%s.kv_transfer_config: must be a map (vLLM's KVTransferConfig)\n" $path -}}
+{{- else if and (hasKey $kv "kv_connector_extra_config") (not (kindIs "map" $extra)) -}}
+{{- printf "%s.kv_transfer_config.kv_connector_extra_config: must be a map\n" $path -}}
+{{- else if and (kindIs "map" $extra) (hasKey $extra "backends") (not (kindIs "slice" (get $extra "backends"))) -}}
+{{- printf "%s.kv_transfer_config.kv_connector_extra_config.backends: must be a list of NIXL backends\n" $path -}}
+{{- else if and (eq (int $v.efa.devices) 0) (has "LIBFABRIC" (include "vllm-inference.kvBackends" $kv | fromJsonArray)) -}}
 {{- printf "efa.devices: 0, but %s.kv_transfer_config uses NIXL's LIBFABRIC backend, which needs EFA interfaces\n" $path -}}
-{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -365,26 +370,40 @@ A Kubernetes quantity (the schema has checked its form) as a float in base units
 {{- mulf (float64 $number) (get $scale $suffix) -}}
 {{- end -}}
 
-{{/* Each resource request at most its limit (the API server rejects the pod otherwise). */}}
+{{/* Each resource request at most its limit (the API server rejects the pod otherwise): the
+     server container, and on the Ray topologies the head container. */}}
 {{- define "vllm-inference.validateValues.requestsWithinLimits" -}}
-{{- $r := .Values.resources -}}
+{{- $sets := dict "resources" .Values.resources -}}
+{{- if eq (include "vllm-inference.onRay" .) "true" -}}
+{{- $_ := set $sets "ray.head.resources" .Values.ray.head.resources -}}
+{{- end -}}
+{{- range $path := keys $sets | sortAlpha -}}
+{{- $r := get $sets $path -}}
 {{- range $name := list "cpu" "memory" "ephemeralStorage" -}}
 {{- $req := get $r.requests $name -}}
 {{- $lim := get $r.limits $name -}}
 {{- if and $req $lim -}}
 {{- if gt (float64 (include "vllm-inference.quantityValue" $req)) (float64 (include "vllm-inference.quantityValue" $lim)) -}}
-{{- printf "resources.requests.%s: %v is above resources.limits.%s %v (a request may not exceed its limit)\n" $name $req $name $lim -}}
+{{- printf "%s.requests.%s: %v is above %s.limits.%s %v (a request may not exceed its limit)\n" $path $name $req $path $name $lim -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
 
-{{/* /dev/shm is memory-backed and counted against the container's memory limit. */}}
+{{/* /dev/shm is memory-backed and counted against the memory limit of every container that
+     mounts it: the server's, and on the Ray topologies the head's too. */}}
 {{- define "vllm-inference.validateValues.shmWithinMemoryLimit" -}}
-{{- $lim := .Values.resources.limits.memory -}}
-{{- if and $lim .Values.shm.sizeLimit -}}
-{{- if gt (float64 (include "vllm-inference.quantityValue" .Values.shm.sizeLimit)) (float64 (include "vllm-inference.quantityValue" $lim)) -}}
-{{- printf "shm.sizeLimit: %v is above resources.limits.memory %v; /dev/shm is memory-backed and counts against that limit\n" .Values.shm.sizeLimit $lim -}}
+{{- $limits := dict "resources.limits.memory" .Values.resources.limits.memory -}}
+{{- if eq (include "vllm-inference.onRay" .) "true" -}}
+{{- $_ := set $limits "ray.head.resources.limits.memory" .Values.ray.head.resources.limits.memory -}}
+{{- end -}}
+{{- range $path := keys $limits | sortAlpha -}}
+{{- $lim := get $limits $path -}}
+{{- if and $lim $.Values.shm.sizeLimit -}}
+{{- if gt (float64 (include "vllm-inference.quantityValue" $.Values.shm.sizeLimit)) (float64 (include "vllm-inference.quantityValue" $lim)) -}}
+{{- printf "shm.sizeLimit: %v is above %s %v; /dev/shm is memory-backed and counts against that limit\n" $.Values.shm.sizeLimit $path $lim -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

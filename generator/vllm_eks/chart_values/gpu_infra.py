@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from .. import contract
 from ..errors import InvalidOptionError
@@ -18,7 +18,7 @@ from ..plan import Plan
 from ..request import EC2_INSTANCE_TYPE
 from ..sizing import DCGM_EXPORTER, EFA_DEVICE_PLUGIN, NVIDIA_DEVICE_PLUGIN, DaemonSetFootprint
 from ..units import GIB, bytes_quantity, cpu_quantity
-from .base import AVAILABILITY_ZONE, CAPACITY_RESERVATION_ID, EKS_CLUSTER_NAME, LabelMap, Quantity, ValuesModel
+from .base import AVAILABILITY_ZONE, CAPACITY_RESERVATION_ID, DNS1123_SUBDOMAIN, EKS_CLUSTER_NAME, IMAGE_TAG, Int32, LabelMap, Quantity, ValuesModel
 from .options import ValuesOptions, efa_zone
 
 Zone = Annotated[str, Field(pattern=AVAILABILITY_ZONE, max_length=64)]
@@ -54,6 +54,12 @@ EFA_DEVICE_PLUGIN_TAG = "v0.5.21-eksbuild.13"
 DCGM_EXPORTER_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter"
 DCGM_EXPORTER_TAG = "4.5.3-4.8.2-distroless"
 
+# An AMI release of the alias: v20260903 (AL2023), v1.65.0 (Bottlerocket), or latest.
+AMI_VERSION = r"^(latest|v[0-9]+(\.[0-9]+)*)$"
+# AWS tag keys and values: letters, digits, spaces and _ . : / = + - @ (1-128 and 0-256 characters).
+AWS_TAG_KEY = r"^[\p{L}\p{Z}\p{N}_.:/=+\-@]{1,128}$"
+AWS_TAG_VALUE = r"^[\p{L}\p{Z}\p{N}_.:/=+\-@]*$"
+
 # gp3 limits: 3,000-16,000 IOPS, 125-1,000 MiB/s, throughput <= IOPS / 4 (EC2NodeClass CRD text
 # quotes the IOPS range). Model weights stream from disk at load: ask for the full 1,000 MiB/s.
 GP3_IOPS = 16000
@@ -62,7 +68,7 @@ GP3_THROUGHPUT_MIBPS = 1000
 
 class Image(ValuesModel):
     repository: str = Field(description="Image repository")
-    tag: str = Field(min_length=1, description="Pinned image tag (never `latest`)")
+    tag: str = Field(pattern=IMAGE_TAG, description="Pinned image tag (never `latest`)")
     pull_policy: Literal["IfNotPresent", "Always"] = Field(
         default="IfNotPresent", description="Kubernetes imagePullPolicy")
 
@@ -92,9 +98,9 @@ class DcgmExporter(DaemonSetValues):
 
 
 class Discovery(ValuesModel):
-    tag_key: str = Field(default="karpenter.sh/discovery", min_length=1,
+    tag_key: str = Field(default="karpenter.sh/discovery", pattern=AWS_TAG_KEY,
                          description="Tag key on the subnets and security groups Karpenter may use")
-    tag_value: str = Field(default="", max_length=256,
+    tag_value: str = Field(default="", max_length=256, pattern=AWS_TAG_VALUE,
                            description="Tag value; empty: clusterName (the Karpenter getting-started convention)")
 
 
@@ -161,8 +167,8 @@ class Disruption(ValuesModel):
         default="WhenEmpty", description="WhenEmpty: never move a serving pod to pack nodes tighter")
     consolidate_after: str = Field(default="10m", pattern=r"^(([0-9]+(s|m|h))+|Never)$",
                                    description="Wait this long after a node empties before removing it")
-    budgets: list[Budget] = Field(default_factory=lambda: [Budget(nodes="1")],
-                                  description="At most this many nodes of the pool disrupted at once")
+    budgets: list[Budget] = Field(default_factory=lambda: [Budget(nodes="1")], min_length=1, description=(
+        "At most this many nodes of the pool disrupted at once (at least one budget)"))
     expire_after: str = Field(default="720h", pattern=r"^(([0-9]+(s|m|h))+|Never)$",
                               description="Replace nodes this long after launch (patching)")
     termination_grace_period: str | None = Field(
@@ -202,7 +208,7 @@ class DisruptionOverride(ValuesModel):
         default=None, description="Karpenter consolidation policy")
     consolidate_after: str | None = Field(default=None, pattern=r"^(([0-9]+(s|m|h))+|Never)$",
                                           description="Wait this long after a node empties before removing it")
-    budgets: list[Budget] | None = Field(default=None, description="Disruption budgets")
+    budgets: list[Budget] | None = Field(default=None, min_length=1, description="Disruption budgets")
     expire_after: str | None = Field(default=None, pattern=r"^(([0-9]+(s|m|h))+|Never)$",
                                      description="Replace nodes this long after launch")
     termination_grace_period: str | None = Field(default=None, pattern=r"^([0-9]+(s|m|h))+$",
@@ -217,7 +223,7 @@ class Pool(ValuesModel):
                                    "cluster-scoped, so unique in the cluster: one pool per model-server release "
                                    "(`vllm-eks values` writes `<namespace>-<release>-<instance type>`)"))
     instance_types: list[InstanceType] = Field(min_length=1, description="EC2 instance types of the pool")
-    gpu_limit: int = Field(ge=1, description="NodePool limit on nvidia.com/gpu (GPUs of all its nodes)")
+    gpu_limit: Int32 = Field(ge=1, description="NodePool limit on nvidia.com/gpu (GPUs of all its nodes)")
     capacity_types: list[Literal["on-demand", "spot", "reserved"]] | None = Field(
         default=None, min_length=1, description="Karpenter capacity types")
     zones: list[Zone] | None = Field(default=None, description="Availability zones; exactly one on EFA pools")
@@ -233,9 +239,24 @@ class Pool(ValuesModel):
     disruption: DisruptionOverride | None = Field(default=None, description="Overrides of poolDefaults.disruption")
 
 
+class NetworkPolicyPeer(ValuesModel):
+    """A NetworkPolicy peer: at least one of podSelector, namespaceSelector, ipBlock (Kubernetes objects)."""
+
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
+    pod_selector: dict[str, Any] | None = Field(default=None, description="Pods (of namespaceSelector's namespaces)")
+    namespace_selector: dict[str, Any] | None = Field(default=None, description="Namespaces")
+    ip_block: dict[str, Any] | None = Field(default=None, description="An IP block (cidr, except)")
+
+    @model_validator(mode="after")
+    def _selects_something(self) -> "NetworkPolicyPeer":
+        if self.pod_selector is None and self.namespace_selector is None and self.ip_block is None:
+            raise ValueError("a peer needs podSelector, namespaceSelector or ipBlock")
+        return self
+
+
 class NetworkPolicy(ValuesModel):
     enabled: bool = Field(default=True, description="Render a NetworkPolicy per DaemonSet")
-    metrics_from: list[dict[str, Any]] = Field(
+    metrics_from: list[NetworkPolicyPeer] = Field(
         default_factory=list, description="NetworkPolicy peers allowed to scrape the DCGM exporter (empty = any)")
 
 
@@ -243,7 +264,9 @@ class GpuInfraValues(ValuesModel):
     cluster_name: str = Field(min_length=1, pattern=EKS_CLUSTER_NAME, description=(
         "EKS cluster name; the defaults of nodeRole and discovery.tagValue derive from it"))
     ami_family: Literal["al2023", "bottlerocket"] = Field(default="al2023", description="EKS optimized AMI family")
-    ami_version: str = Field(min_length=1, description="Pinned AMI release for the alias family@version")
+    # The EC2NodeClass alias family@version is at most 30 characters (bottlerocket@ leaves 17).
+    ami_version: str = Field(pattern=AMI_VERSION, max_length=17,
+                             description="Pinned AMI release for the alias family@version")
     allow_latest_ami: bool = Field(default=False, description="Permit amiVersion latest (drifts every node on each release)")
     node_role: str = Field(default="", pattern=r"^([A-Za-z0-9+=,.@_-]{1,64})?$", description=(
         "IAM role name of the nodes (EC2NodeClass spec.role); empty: KarpenterNodeRole-<clusterName>"))
@@ -256,7 +279,8 @@ class GpuInfraValues(ValuesModel):
     metadata_options: MetadataOptions = Field(default_factory=MetadataOptions, description="IMDS settings")
     security_exceptions: SecurityExceptions = Field(
         default_factory=SecurityExceptions, description="Explicit permission for insecure node settings")
-    priority_class_name: str = Field(default="system-node-critical", description="Priority class of the DaemonSets")
+    priority_class_name: str = Field(default="system-node-critical", pattern=DNS1123_SUBDOMAIN, max_length=253,
+                                     description="Priority class of the DaemonSets")
     pool_defaults: PoolDefaults = Field(default_factory=PoolDefaults, description="Settings every pool inherits")
     pools: list[Pool] = Field(min_length=1, description="GPU pools")
     nvidia_device_plugin: DaemonSetValues = Field(

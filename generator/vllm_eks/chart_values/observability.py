@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 from ..pools import HPA_MAX_PERIOD_SECONDS, KEDA_QUEUE_TARGET
 from ..plan import Plan
 from ..topology import ON_RAY, Topology, keda_scales
-from .base import LABEL_VALUE, LabelMap, ValuesModel
+from .base import DNS1123_LABEL, LABEL_VALUE, OPTIONAL_DNS1123_LABEL, AnnotationMap, Int32, KubernetesObject, LabelMap, ValuesModel
 from .options import ValuesOptions
 
 # Chart name of the model server; its fullname helper (charts/vllm-inference/templates/_helpers.tpl)
@@ -28,15 +28,18 @@ MIN_COOLDOWN_SECONDS = 600
 # decode pools of a disaggregated deployment need per-pool signals (left to their Plan replicas).
 Duration = str  # Prometheus duration, validated by pattern below
 DURATION_PATTERN = r"^([0-9]+(ms|s|m|h))+$"
+# A port name (Kubernetes IANA_SVC_NAME, at most 15 characters): lower-case alphanumerics and
+# single inner hyphens, at least one letter. Monitors refer to Service and container ports by it.
+PORT_NAME = r"^([a-z0-9]+-)*[a-z0-9]*[a-z][a-z0-9]*(-[a-z0-9]+)*$"
 
 
 class Target(ValuesModel):
-    release: str = Field(default="vllm", min_length=1, max_length=53,
+    release: str = Field(default="vllm", min_length=1, max_length=53, pattern=DNS1123_LABEL,
                          description="Helm release name of charts/vllm-inference (its app.kubernetes.io/instance label)")
-    namespace: str = Field(default="", max_length=63,
+    namespace: str = Field(default="", max_length=63, pattern=OPTIONAL_DNS1123_LABEL,
                            description="Namespace of the model server; the ScaledObject is created there. "
                                        "Empty: the release namespace")
-    name: str = Field(default="", max_length=63,
+    name: str = Field(default="", max_length=63, pattern=OPTIONAL_DNS1123_LABEL,
                       description="Deployment / LeaderWorkerSet / RayService name (the vllm-inference fullname). "
                                   "Empty: computed like charts/vllm-inference does")
 
@@ -58,7 +61,7 @@ class Metrics(ValuesModel):
 
 class VllmMonitor(ValuesModel):
     enabled: bool = Field(default=True, description="Render the model-server ServiceMonitor / PodMonitor")
-    port: str = Field(default="http", min_length=1, description="Port name serving /metrics")
+    port: str = Field(default="http", pattern=PORT_NAME, max_length=15, description="Port name serving /metrics")
     path: str = Field(default="/metrics", pattern=r"^/", description="HTTP path of the metrics endpoint")
     match_labels: LabelMap = Field(
         default_factory=dict,
@@ -66,7 +69,8 @@ class VllmMonitor(ValuesModel):
 
 
 class RayServeMonitor(ValuesModel):
-    port: str = Field(default="metrics", min_length=1, description="Ray container port name of the metrics agent")
+    port: str = Field(default="metrics", pattern=PORT_NAME, max_length=15,
+                      description="Ray container port name of the metrics agent")
     match_labels: LabelMap = Field(
         default_factory=dict,
         description="Labels selecting the RayService's Ray pods. Empty: ray.io/is-ray-node and the release instance")
@@ -79,7 +83,7 @@ class DcgmMonitor(ValuesModel):
         default_factory=lambda: {"app.kubernetes.io/name": "gpu-infra",
                                  "app.kubernetes.io/component": "dcgm-exporter"},
         min_length=1, description="Labels selecting the DCGM exporter Service of charts/gpu-infra")
-    port: str = Field(default="metrics", min_length=1, description="Service port name serving /metrics")
+    port: str = Field(default="metrics", pattern=PORT_NAME, max_length=15, description="Service port name serving /metrics")
     job: str = Field(default="dcgm-exporter", min_length=1, pattern=LABEL_VALUE,
                      description="job label written on DCGM series; GPU alerts select on it")
     interval: Duration = Field(default="30s", pattern=DURATION_PATTERN, description="Scrape interval")
@@ -96,7 +100,7 @@ class Dashboards(ValuesModel):
         "Render the Grafana dashboard ConfigMaps; uid, title and file name are per release, so releases do not overwrite each other"))
     sidecar_labels: LabelMap = Field(default_factory=lambda: {"grafana_dashboard": "1"}, min_length=1,
                                            description="Label the Grafana dashboard sidecar watches for")
-    annotations: dict[str, str] = Field(default_factory=dict, description="Annotations on the dashboard ConfigMaps")
+    annotations: AnnotationMap = Field(default_factory=dict, description="Annotations on the dashboard ConfigMaps")
 
 
 class Slo(ValuesModel):
@@ -107,11 +111,11 @@ class Slo(ValuesModel):
 class Thresholds(ValuesModel):
     kv_cache_usage: float = Field(default=0.9, gt=0, le=1,
                                   description="KV cache usage that, with requests waiting, means short on memory")
-    queue_depth_per_replica: int = Field(default=64, ge=1,
+    queue_depth_per_replica: Int32 = Field(default=64, ge=1,
                                          description="Requests waiting per engine, sustained, that mean short on compute")
     error_ratio: float = Field(default=0.05, gt=0, le=1, description="Fraction of requests ending in an engine error")
     preemptions_per_second: float = Field(default=0.1, gt=0, description="Preemptions per second")
-    restarts: int = Field(default=3, ge=1, description="Container restarts in 30 minutes that mean a restart loop")
+    restarts: Int32 = Field(default=3, ge=1, description="Container restarts in 30 minutes that mean a restart loop")
 
 
 class Rules(ValuesModel):
@@ -128,7 +132,7 @@ class Rules(ValuesModel):
 
 class ScalingPolicy(ValuesModel):
     stabilization_window_seconds: int = Field(ge=0, le=3600, description="HPA stabilization window (seconds)")
-    replicas: int = Field(ge=1, description="Replicas changed at most per periodSeconds")
+    replicas: Int32 = Field(ge=1, description="Replicas changed at most per periodSeconds")
     period_seconds: int = Field(ge=1, le=HPA_MAX_PERIOD_SECONDS, description="Policy period (seconds)")
 
 
@@ -149,8 +153,8 @@ class Behavior(ValuesModel):
 
 class Fallback(ValuesModel):
     enabled: bool = Field(default=True, description="Use KEDA's fallback when the query fails")
-    failure_threshold: int = Field(default=3, ge=1, description="Failed queries before the fallback applies")
-    replicas: int = Field(default=1, ge=0, description="Replicas during fallback")
+    failure_threshold: Int32 = Field(default=3, ge=1, description="Failed queries before the fallback applies")
+    replicas: Int32 = Field(default=1, ge=0, description="Replicas during fallback")
     behavior: Literal["static", "currentReplicas", "currentReplicasIfHigher", "currentReplicasIfLower"] = Field(
         default="currentReplicasIfHigher", description="KEDA fallback behavior")
 
@@ -169,20 +173,27 @@ class TriggerAuthentication(ValuesModel):
     aws_region: str = Field(default="", description="Region of Amazon Managed Service for Prometheus")
 
 
+class KedaTrigger(KubernetesObject):
+    """A KEDA ScaleTriggers entry, passed on as written: type and metadata are required."""
+
+    type: str = Field(min_length=1, description="Scaler type, e.g. prometheus, cron")
+    metadata: dict[str, str] = Field(description="Scaler parameters (strings)")
+
+
 class Autoscaling(ValuesModel):
     enabled: bool = Field(default=True, description="Render the KEDA ScaledObject (single-node, multi-node only)")
-    min_replica_count: int = Field(default=1, ge=0, description="Fewest replicas (LeaderWorkerSet groups)")
-    max_replica_count: int = Field(default=4, ge=1, description="Most replicas (groups)")
+    min_replica_count: Int32 = Field(default=1, ge=0, description="Fewest replicas (LeaderWorkerSet groups)")
+    max_replica_count: Int32 = Field(default=4, ge=1, description="Most replicas (groups)")
     allow_scale_to_zero: bool = Field(default=False, description="Allow minReplicaCount 0")
-    threshold: int = Field(default=KEDA_QUEUE_TARGET, ge=1, description="Requests waiting per replica aimed at")
-    activation_threshold: int = Field(default=0, ge=0, description="Queue that activates the target from zero")
-    polling_interval: int = Field(default=30, ge=5, description="Seconds between KEDA queries")
-    cooldown_period: int = Field(default=MIN_COOLDOWN_SECONDS, ge=MIN_COOLDOWN_SECONDS,
+    threshold: Int32 = Field(default=KEDA_QUEUE_TARGET, ge=1, description="Requests waiting per replica aimed at")
+    activation_threshold: Int32 = Field(default=0, ge=0, description="Queue that activates the target from zero")
+    polling_interval: Int32 = Field(default=30, ge=5, description="Seconds between KEDA queries")
+    cooldown_period: Int32 = Field(default=MIN_COOLDOWN_SECONDS, ge=MIN_COOLDOWN_SECONDS,
                                  description="Seconds after the last activity before scaling to zero")
     behavior: Behavior = Field(default_factory=Behavior, description="HPA behavior")
     fallback: Fallback = Field(default_factory=Fallback, description="Behaviour when Prometheus is unreachable")
     ignore_null_values: bool = Field(default=False, description="Read an empty query result as 0 instead of an error")
-    extra_triggers: list[dict] = Field(default_factory=list, description="Extra KEDA triggers appended as-is")
+    extra_triggers: list[KedaTrigger] = Field(default_factory=list, description="Extra KEDA triggers appended as-is")
     trigger_authentication: TriggerAuthentication = Field(default_factory=TriggerAuthentication,
                                                           description="Optional TriggerAuthentication")
 

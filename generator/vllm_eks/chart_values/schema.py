@@ -71,18 +71,24 @@ def _tidy(node: Any, in_properties: bool = False, in_items: bool = False) -> Any
         out[key] = _tidy(value, in_properties=(key == "properties"), in_items=nested_in_items)
     # Optional[X] = None  ->  X, omitted when unset (see module docstring).
     any_of = out.get("anyOf")
+    tidied_branch = False
     if isinstance(any_of, list) and {"type": "null"} in any_of and out.get("default", 0) is None:
         rest = [branch for branch in any_of if branch != {"type": "null"}]
         out.pop("default")
         if len(rest) == 1:
             out.pop("anyOf")
+            # The branch was tidied with the anyOf: its own omittable properties are settled
+            # (tidying them again would find no marks left and require every one).
             out = {**rest[0], **out}
+            tidied_branch = True
         else:
             out["anyOf"] = rest
         out[_OMITTABLE] = True
-    if "properties" in out:
+    if "properties" in out and not tidied_branch:
         out.setdefault("type", "object")
-        out["additionalProperties"] = False
+        # closed, unless the model keeps unknown keys on purpose (a Kubernetes object passed on)
+        if out.get("additionalProperties") is not True:
+            out["additionalProperties"] = False
         omittable = {name for name, sub in out["properties"].items() if sub.pop(_OMITTABLE, False)}
         if not in_items:
             required = set(out.get("required", [])) | (set(out["properties"]) - omittable)

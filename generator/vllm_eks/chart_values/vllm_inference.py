@@ -9,15 +9,16 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, model_validator
 
 from .. import contract
 from ..errors import InvalidOptionError, VllmEksError
 from ..plan import Plan
 from ..engine_settings import serve_flags
 from ..topology import ON_RAY, Topology, keda_scales
-from .base import (DNS1123_LABEL, DNS1123_SUBDOMAIN, OPTIONAL_AVAILABILITY_ZONE, OPTIONAL_DNS1123_SUBDOMAIN,
-                   LabelMap, OptionalQuantity, Quantity, ValuesModel)
+from .base import (DNS1123_LABEL, DNS1123_SUBDOMAIN, IMAGE_TAG, INT32_MAX, OPTIONAL_AVAILABILITY_ZONE,
+                   OPTIONAL_DNS1035_LABEL, OPTIONAL_DNS1123_LABEL, OPTIONAL_DNS1123_SUBDOMAIN, OPTIONAL_IMAGE_TAG,
+                   AnnotationMap, Int32, KubernetesObject, LabelMap, OptionalQuantity, Quantity, ValuesModel)
 from .options import ValuesOptions, efa_zone
 from ..units import bytes_quantity, cpu_quantity
 
@@ -76,14 +77,18 @@ NON_ROOT_ID = 10001
 SECRET_KEY = r"^[-._a-zA-Z0-9]+$"
 ENV_NAME = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
 INT_OR_PERCENT = r"^[0-9]+%$"
+# A volumeMount subPath the API server accepts: a relative path, no element "..".
+_PATH_ELEMENT = r"(\.|[^/.][^/]*|\.[^/.][^/]*|\.\.[^/]+)"
+SUB_PATH = rf"^({_PATH_ELEMENT}(/{_PATH_ELEMENT})*)?$"
 
 Percent = Annotated[str, Field(pattern=INT_OR_PERCENT)]
-IntOrPercent = Annotated[int, Field(ge=0)] | Percent
+IntOrPercent = Annotated[int, Field(ge=0, le=INT32_MAX)] | Percent
 
 class Image(ValuesModel):
     repository: str = Field(VLLM_IMAGE_REPOSITORY, min_length=1, description=(
         "Image repository. The upstream image lacks aws-ofi-nccl (needed only for EFA, multi-node)."))
-    tag: str = Field("", description="Image tag; empty means the chart's appVersion (the pinned vLLM release)")
+    tag: str = Field("", pattern=OPTIONAL_IMAGE_TAG, description=(
+        "Image tag; empty means the chart's appVersion (the pinned vLLM release)"))
     digest: str = Field("", pattern=r"^(sha256:[a-f0-9]{64})?$", description=(
         "Image digest (sha256:...). When set the image is pulled by digest and the tag is ignored"))
     pull_policy: Literal["IfNotPresent", "Always", "Never"] = Field(
@@ -103,7 +108,7 @@ class ServerImage(Image):
 class TestImage(Image):
     repository: str = Field(TEST_IMAGE_REPOSITORY, min_length=1,
                             description="Image of the helm test pod (needs sh and curl)")
-    tag: str = Field(TEST_IMAGE_TAG, min_length=1, description="Image tag of the helm test pod")
+    tag: str = Field(TEST_IMAGE_TAG, pattern=IMAGE_TAG, description="Image tag of the helm test pod")
 
 
 class LocalObjectReference(ValuesModel):
@@ -134,7 +139,7 @@ class Pvc(ValuesModel):
         "EBS/EFS); required when model.source is pvc"))
     mount_path: str = Field("/models", pattern=r"^/[^:]*$",
                             description="Where the claim is mounted; model.name must be a path under it")
-    sub_path: str = Field("", description="Sub-path of the volume to mount (empty: the whole volume)")
+    sub_path: str = Field("", pattern=SUB_PATH, description="Sub-path of the volume to mount (empty: the whole volume)")
     read_only: bool = Field(True, description="Mount the claim read-only")
 
 
@@ -157,9 +162,9 @@ class Engine(ValuesModel):
         default_factory=lambda: ["vllm", "serve"], min_length=1, description=(
             "Container command. The upstream image's ENTRYPOINT is `vllm serve` in recent releases "
             "(older ones used the api_server module); setting it keeps the chart independent of that"))
-    tensor_parallel_size: int = Field(1, ge=1, description=(
+    tensor_parallel_size: Int32 = Field(1, ge=1, description=(
         "--tensor-parallel-size. single-node: must equal gpu.count (one model copy per pod)"))
-    pipeline_parallel_size: int = Field(1, ge=1, description=(
+    pipeline_parallel_size: Int32 = Field(1, ge=1, description=(
         "--pipeline-parallel-size. multi-node: one stage per pod, so it equals multiNode.groupSize; "
         "other topologies: 1"))
     args: list[str] = Field(default_factory=list, description=(
@@ -170,7 +175,7 @@ class Engine(ValuesModel):
 
 
 class Gpu(ValuesModel):
-    count: int = Field(1, ge=1, description="nvidia.com/gpu limit per pod")
+    count: Int32 = Field(1, ge=1, description="nvidia.com/gpu limit per pod")
 
 
 class ResourceList(ValuesModel):
@@ -202,16 +207,16 @@ class Cache(ValuesModel):
 
 
 class StartupProbe(ValuesModel):
-    period_seconds: int = Field(STARTUP_PERIOD_SECONDS, ge=1, description="periodSeconds")
-    failure_threshold: int = Field(60, ge=1, description=(
+    period_seconds: Int32 = Field(STARTUP_PERIOD_SECONDS, ge=1, description="periodSeconds")
+    failure_threshold: Int32 = Field(60, ge=1, description=(
         "failureThreshold; failureThreshold x periodSeconds is the model-load budget from the Plan"))
-    timeout_seconds: int = Field(5, ge=1, description="timeoutSeconds")
+    timeout_seconds: Int32 = Field(5, ge=1, description="timeoutSeconds")
 
 
 class Probe(ValuesModel):
-    period_seconds: int = Field(10, ge=1, description="periodSeconds")
-    failure_threshold: int = Field(3, ge=1, description="failureThreshold")
-    timeout_seconds: int = Field(5, ge=1, description="timeoutSeconds")
+    period_seconds: Int32 = Field(10, ge=1, description="periodSeconds")
+    failure_threshold: Int32 = Field(3, ge=1, description="failureThreshold")
+    timeout_seconds: Int32 = Field(5, ge=1, description="timeoutSeconds")
 
 
 class Probes(ValuesModel):
@@ -228,11 +233,11 @@ class Probes(ValuesModel):
 
 
 class Drain(ValuesModel):
-    pre_stop_seconds: int = Field(10, ge=0, description=(
+    pre_stop_seconds: Int32 = Field(10, ge=0, description=(
         "preStop sleep before SIGTERM, so endpoints stop routing to the pod first; 0 disables it"))
-    shutdown_timeout_seconds: int = Field(30, ge=0, description=(
+    shutdown_timeout_seconds: Int32 = Field(30, ge=0, description=(
         "--shutdown-timeout: how long vLLM finishes in-flight requests after SIGTERM"))
-    termination_grace_period_seconds: int = Field(60, ge=1, description=(
+    termination_grace_period_seconds: Int32 = Field(60, ge=1, description=(
         "terminationGracePeriodSeconds; must be >= preStopSeconds + shutdownTimeoutSeconds"))
 
 
@@ -257,7 +262,37 @@ class Toleration(ValuesModel):
     value: str = Field("", description="Taint value (operator Equal)")
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
         "", description="Taint effect; empty matches all effects")
-    toleration_seconds: int | None = Field(None, ge=0, description="Only with effect NoExecute")
+    toleration_seconds: Int32 | None = Field(None, ge=0, description="Only with effect NoExecute")
+
+
+# Kubernetes Affinity (core/v1): the chart passes it on as written. The keys of its first two
+# levels are checked here, so that a misspelt one is refused instead of rendering a pod spec the
+# API server refuses (strict field validation) or silently drops; the terms below are Kubernetes
+# objects, checked by the API server.
+class NodeAffinity(ValuesModel):
+    required_during_scheduling_ignored_during_execution: dict[str, Any] | None = Field(
+        None, description="NodeSelector: nodeSelectorTerms the node must match")
+    preferred_during_scheduling_ignored_during_execution: list[dict[str, Any]] | None = Field(
+        None, description="PreferredSchedulingTerms: weight and preference")
+
+
+class PodAffinity(ValuesModel):
+    required_during_scheduling_ignored_during_execution: list[dict[str, Any]] | None = Field(
+        None, description="PodAffinityTerms the pods must satisfy")
+    preferred_during_scheduling_ignored_during_execution: list[dict[str, Any]] | None = Field(
+        None, description="WeightedPodAffinityTerms: weight and podAffinityTerm")
+
+
+class Affinity(ValuesModel):
+    node_affinity: NodeAffinity | None = Field(None, description="Node affinity")
+    pod_affinity: PodAffinity | None = Field(None, description="Pod affinity")
+    pod_anti_affinity: PodAffinity | None = Field(None, description="Pod anti-affinity")
+
+
+class TopologySpreadConstraint(KubernetesObject):
+    max_skew: Int32 = Field(ge=1, description="maxSkew")
+    topology_key: str = Field(min_length=1, description="topologyKey: the node label whose values are the domains")
+    when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"] = Field(description="whenUnsatisfiable")
 
 
 class Scheduling(ValuesModel):
@@ -271,8 +306,8 @@ class Scheduling(ValuesModel):
     node_selector: LabelMap = Field(default_factory=dict, description="Additional nodeSelector entries")
     tolerations: list[Toleration] = Field(default_factory=list, description=(
         "Tolerations in addition to the nvidia.com/gpu:NoSchedule one the chart always sets"))
-    affinity: dict[str, Any] = Field(default_factory=dict, description="Pod affinity/anti-affinity (Kubernetes Affinity)")
-    topology_spread_constraints: list[dict[str, Any]] = Field(default_factory=list, description=(
+    affinity: Affinity = Field(default_factory=Affinity, description="Pod affinity/anti-affinity (Kubernetes Affinity)")
+    topology_spread_constraints: list[TopologySpreadConstraint] = Field(default_factory=list, description=(
         "topologySpreadConstraints (Kubernetes objects); labelSelector defaults to the pod's selector labels"))
     priority_class_name: str = Field("", pattern=OPTIONAL_DNS1123_SUBDOMAIN, description="priorityClassName")
 
@@ -286,13 +321,13 @@ class SecurityContext(ValuesModel):
         "as another user"))
     run_as_non_root: bool = Field(True, description=(
         "runAsNonRoot of the model-server and Ray pods. false is refused unless allowRoot is true"))
-    run_as_user: int = Field(NON_ROOT_ID, ge=0, description=(
+    run_as_user: Int32 = Field(NON_ROOT_ID, ge=0, description=(
         "runAsUser of the model-server and Ray pods. vllm/vllm-openai has no USER (it runs as "
         "root) and rayproject/ray-llm's user is ray (1000): a fixed id >= 10000 that is no user of "
         "the images or of the node (checkov CKV_K8S_40); it needs no /etc/passwd entry, every "
         "path written is a volume"))
-    run_as_group: int = Field(NON_ROOT_ID, ge=0, description="runAsGroup of the model-server and Ray pods")
-    fs_group: int = Field(NON_ROOT_ID, ge=0, description=(
+    run_as_group: Int32 = Field(NON_ROOT_ID, ge=0, description="runAsGroup of the model-server and Ray pods")
+    fs_group: Int32 = Field(NON_ROOT_ID, ge=0, description=(
         "fsGroup of the model-server and Ray pods (group ownership of the volumes they write)"))
     read_only_root_filesystem: bool = Field(True, description=(
         "readOnlyRootFilesystem of the model-server and Ray containers. Every path they write is a "
@@ -314,7 +349,7 @@ class Service(ValuesModel):
     type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = Field("ClusterIP", description="Service type")
     port: int = Field(8000, ge=1, le=65535, description=(
         "Service port (named http); the container always listens on 8000"))
-    annotations: dict[str, str] = Field(default_factory=dict, description="Service annotations")
+    annotations: AnnotationMap = Field(default_factory=dict, description="Service annotations")
 
 
 class ServiceAccount(ValuesModel):
@@ -322,7 +357,7 @@ class ServiceAccount(ValuesModel):
     name: str = Field("", pattern=OPTIONAL_DNS1123_SUBDOMAIN, description=(
         "Name; empty: the release fullname. Required when create is false. EKS Pod Identity "
         "associations refer to this name"))
-    annotations: dict[str, str] = Field(default_factory=dict, description=(
+    annotations: AnnotationMap = Field(default_factory=dict, description=(
         "Annotations, e.g. eks.amazonaws.com/role-arn for IRSA (S3 model source)"))
     automount_token: bool = Field(False, description=(
         "automountServiceAccountToken. vLLM never calls the Kubernetes API; IRSA and Pod Identity "
@@ -342,8 +377,26 @@ class HelmTest(ValuesModel):
     enabled: bool = Field(True, description="Render the helm test pod (lists /v1/models and sends one completion)")
     image: TestImage = Field(default_factory=TestImage, description="Image of the test pod")
     prompt: str = Field("The capital of France is", min_length=1, description="Prompt of the test completion")
-    max_tokens: int = Field(8, ge=1, description="max_tokens of the test completion")
-    timeout_seconds: int = Field(120, ge=1, description="curl --max-time of each request")
+    max_tokens: Int32 = Field(8, ge=1, description="max_tokens of the test completion")
+    timeout_seconds: Int32 = Field(120, ge=1, description="curl --max-time of each request")
+
+
+class Volume(KubernetesObject):
+    """A Kubernetes Volume: a name and one volume source (configMap, secret, persistentVolumeClaim, ...)."""
+
+    model_config = ConfigDict(json_schema_extra={"minProperties": 2})
+    name: str = Field(pattern=DNS1123_LABEL, max_length=63, description="Volume name (a DNS-1123 label)")
+
+    @model_validator(mode="after")
+    def _has_a_source(self) -> "Volume":
+        if not self.model_extra:
+            raise ValueError("a volume needs a source (configMap, secret, persistentVolumeClaim, ...)")
+        return self
+
+
+class VolumeMount(KubernetesObject):
+    name: str = Field(pattern=DNS1123_LABEL, max_length=63, description="Name of the volume mounted")
+    mount_path: str = Field(pattern=r"^/[^:]*$", description="Where it is mounted (an absolute path, no ':')")
 
 
 class EnvVar(ValuesModel):
@@ -353,7 +406,7 @@ class EnvVar(ValuesModel):
 
 
 class Efa(ValuesModel):
-    devices: int = Field(0, ge=0, description=(
+    devices: Int32 = Field(0, ge=0, description=(
         "vpc.amazonaws.com/efa requested by every GPU pod: the instance's maximum interface "
         "count (p5.48xlarge 32). 0: no EFA. The EFA device plugin (charts/gpu-infra) mounts the "
         "devices; no capability or privilege is needed (memlock is unlimited on EKS AMIs)"))
@@ -372,7 +425,7 @@ class Nccl(ValuesModel):
 
 
 class MultiNode(ValuesModel):
-    group_size: int = Field(2, ge=2, description=(
+    group_size: Int32 = Field(2, ge=2, description=(
         "Pods per LeaderWorkerSet group (leaderWorkerTemplate.size): one per pipeline stage, so "
         "it equals engine.pipelineParallelSize; replicas counts groups"))
     master_port: int = Field(MASTER_PORT, ge=1024, le=65535, description=(
@@ -394,7 +447,7 @@ class MultiNode(ValuesModel):
 class DiagnosticsImage(Image):
     repository: str = Field(DIAGNOSTICS_IMAGE_REPOSITORY, min_length=1, description=(
         "Image with python3 that finds the live groups' pods and runs the checks inside them"))
-    tag: str = Field(DIAGNOSTICS_IMAGE_TAG, min_length=1, description="Image tag")
+    tag: str = Field(DIAGNOSTICS_IMAGE_TAG, pattern=IMAGE_TAG, description="Image tag")
 
 
 class GpuTopologyCheck(ValuesModel):
@@ -408,9 +461,9 @@ class AllReduceCheck(ValuesModel):
         "helm test: NCCL all-reduce across each group (one process per GPU, started in every pod "
         "of the group with the serving image; no MPI) and fail when bus bandwidth is far below "
         "the instance's network rating (NCCL fell back to TCP)"))
-    size_mi_b: int = Field(256, ge=1, alias="sizeMiB", description=(
+    size_mi_b: Int32 = Field(256, ge=1, alias="sizeMiB", description=(
         "Message size in MiB; must fit in the GPU memory vLLM leaves free (1 - gpu-memory-utilization)"))
-    iterations: int = Field(20, ge=1, description="Timed all-reduce iterations (after 5 warm-up ones)")
+    iterations: Int32 = Field(20, ge=1, description="Timed all-reduce iterations (after 5 warm-up ones)")
     expected_bus_bandwidth_g_bps: float = Field(0.0, ge=0, alias="expectedBusBandwidthGBps", description=(
         "The instance's network rating in GB/s (the Plan's expected_bus_bandwidth_gbytes_per_s). 0: "
         "report the figure, never fail on it"))
@@ -421,7 +474,7 @@ class AllReduceCheck(ValuesModel):
 
 class Diagnostics(ValuesModel):
     image: DiagnosticsImage = Field(default_factory=DiagnosticsImage, description="python3 image of the test pods")
-    timeout_seconds: int = Field(900, ge=30, description="Seconds each check may run in a pod (exec timeout)")
+    timeout_seconds: Int32 = Field(900, ge=30, description="Seconds each check may run in a pod (exec timeout)")
     gpu_topology: GpuTopologyCheck = Field(default_factory=GpuTopologyCheck, description="GPU interconnect check")
     all_reduce: AllReduceCheck = Field(default_factory=AllReduceCheck, description="Cross-node all-reduce bandwidth check")
 
@@ -430,7 +483,7 @@ class RayImage(Image):
     repository: str = Field(RAY_IMAGE_REPOSITORY, min_length=1, description=(
         "Ray Serve LLM image of the head and worker pods (bundles Ray and vLLM). rayproject/ray-llm "
         "has no EFA stack or libfabric; the AWS Ray LLM DLC has both"))
-    tag: str = Field(RAY_IMAGE_TAG, min_length=1, description="Image tag; keep it at ray.version")
+    tag: str = Field(RAY_IMAGE_TAG, pattern=IMAGE_TAG, description="Image tag; keep it at ray.version")
     provides: list[Capability] = Field(default_factory=list, description=(
         "Capabilities the image has beyond Ray and vLLM: efa (libfabric with the efa provider and "
         "aws-ofi-nccl), nixl-libfabric (NIXL's LIBFABRIC plugin and libfabric). The chart refuses "
@@ -456,17 +509,17 @@ class Ray(ValuesModel):
 
 
 class ServeAutoscaling(ValuesModel):
-    min_replicas: int = Field(1, ge=0, description="autoscaling_config.min_replicas (model copies)")
-    max_replicas: int = Field(1, ge=1, description="autoscaling_config.max_replicas (model copies)")
-    target_ongoing_requests: int = Field(16, ge=1, description=(
+    min_replicas: Int32 = Field(1, ge=0, description="autoscaling_config.min_replicas (model copies)")
+    max_replicas: Int32 = Field(1, ge=1, description="autoscaling_config.max_replicas (model copies)")
+    target_ongoing_requests: Int32 = Field(16, ge=1, description=(
         "autoscaling_config.target_ongoing_requests per model copy"))
 
 
 class RayWorkers(ValuesModel):
-    replicas: int = Field(1, ge=0, description="Worker pods at start")
-    min_replicas: int = Field(1, ge=0, description="Worker pods KubeRay's autoscaler keeps")
-    max_replicas: int = Field(1, ge=1, description="Worker pods KubeRay's autoscaler may add")
-    idle_timeout_seconds: int = Field(600, ge=0, description="How long a worker pod without a model copy lives")
+    replicas: Int32 = Field(1, ge=0, description="Worker pods at start")
+    min_replicas: Int32 = Field(1, ge=0, description="Worker pods KubeRay's autoscaler keeps")
+    max_replicas: Int32 = Field(1, ge=1, description="Worker pods KubeRay's autoscaler may add")
+    idle_timeout_seconds: Int32 = Field(600, ge=0, description="How long a worker pod without a model copy lives")
 
 
 class RayServe(ValuesModel):
@@ -480,7 +533,7 @@ class RayServe(ValuesModel):
 
 
 class DisaggregatedPhase(ValuesModel):
-    replicas: int = Field(1, ge=1, description="Model copies of this pool (one worker pod each)")
+    replicas: Int32 = Field(1, ge=1, description="Model copies of this pool (one worker pod each)")
     engine_kwargs: dict[str, Any] = Field(default_factory=dict, description=(
         "vLLM engine keyword arguments of this pool, including kv_transfer_config"))
 
@@ -495,15 +548,18 @@ class VllmInferenceValues(ValuesModel):
 
     global_: dict[str, Any] = Field(default_factory=dict, alias="global",
                                     description="Global values of a parent chart (unused here)")
-    name_override: str = Field("", description="Replaces the chart name in object names")
-    fullname_override: str = Field("", description="Replaces the full object name prefix")
+    name_override: str = Field("", pattern=OPTIONAL_DNS1123_LABEL, max_length=63, description=(
+        "Replaces the chart name in object names and the app.kubernetes.io/name label"))
+    fullname_override: str = Field("", pattern=OPTIONAL_DNS1035_LABEL, max_length=63, description=(
+        "Replaces the full object name prefix (also the Service name: a letter first)"))
     topology: Topology = Field("single-node", description=(
         "How a model copy is laid out. single-node: a Deployment, tensor parallel across one "
         "node's GPUs. multi-node: a LeaderWorkerSet, TP within each pod, pipeline stages across "
         "the pods of a group, vLLM's own multi-node launcher (leader serves, workers headless). "
         "ray-serve: a KubeRay RayService running a Ray Serve LLM app. disaggregated: a RayService with prefill and decode pools joined "
         "by NIXL KV transfer"))
-    replicas: int = Field(1, ge=0, description=(
+    # at most the LeaderWorkerSet's maximum (1,000,000 groups), the strictest of the workloads
+    replicas: int = Field(1, ge=0, le=1_000_000, description=(
         "Model copies: pods (single-node) or LeaderWorkerSet groups (multi-node); ray-serve and "
         "disaggregated size themselves from rayServe / disaggregated"))
     replicas_managed_externally: bool = Field(False, description=(
@@ -527,7 +583,9 @@ class VllmInferenceValues(ValuesModel):
         "topology disaggregated (RayService, Ray Serve prefill/decode app, NIXL over EFA)"))
     shm: Shm = Field(default_factory=Shm, description="/dev/shm")
     cache: Cache = Field(default_factory=Cache, description="Writable cache volume")
-    probes: Probes = Field(default_factory=Probes, description="Health probes")
+    probes: Probes = Field(default_factory=Probes, description=(
+        "Health probes of the vLLM server containers (single-node, multi-node); the Ray topologies' pods "
+        "have the probes KubeRay gives them, and these keys are not used there"))
     drain: Drain = Field(default_factory=Drain, description="Graceful shutdown")
     strategy: Strategy = Field(default_factory=Strategy, description="Rollout strategy")
     scheduling: Scheduling = Field(default_factory=Scheduling, description="Where pods run")
@@ -542,13 +600,13 @@ class VllmInferenceValues(ValuesModel):
     test: HelmTest = Field(default_factory=HelmTest, description="helm test smoke request")
     labels: LabelMap = Field(default_factory=dict, description=(
         "Extra labels on every object; not the app.kubernetes.io/* and helm.sh/chart labels the chart sets"))
-    annotations: dict[str, str] = Field(default_factory=dict, description="Extra annotations on every object")
+    annotations: AnnotationMap = Field(default_factory=dict, description="Extra annotations on every object")
     pod_labels: LabelMap = Field(default_factory=dict, description=(
         "Extra labels on the pods; not the labels the chart sets (the selector labels among them)"))
-    pod_annotations: dict[str, str] = Field(default_factory=dict, description="Extra annotations on the pods")
+    pod_annotations: AnnotationMap = Field(default_factory=dict, description="Extra annotations on the pods")
     extra_env: list[EnvVar] = Field(default_factory=list, description="Extra environment variables of the vLLM container")
-    extra_volumes: list[dict[str, Any]] = Field(default_factory=list, description="Extra pod volumes (Kubernetes Volume objects)")
-    extra_volume_mounts: list[dict[str, Any]] = Field(default_factory=list, description="Extra volumeMounts of the vLLM container")
+    extra_volumes: list[Volume] = Field(default_factory=list, description="Extra pod volumes (Kubernetes Volume objects)")
+    extra_volume_mounts: list[VolumeMount] = Field(default_factory=list, description="Extra volumeMounts of the vLLM container")
 
 
 # --------------------------------------------------------------------------------------------
