@@ -283,9 +283,19 @@ def autoscaling_for(plan: Plan) -> Autoscaling:
 TOPOLOGY_SECTIONS: dict[str, frozenset[str]] = {"monitors.rayServe": frozenset(ON_RAY)}
 
 
+def monitors_for(options: ValuesOptions) -> Monitors | None:
+    """The picker's ServiceMonitor when the vllm-inference release routes through a Gateway
+    (`--routing gateway`: an InferencePool and its endpoint picker); None keeps the defaults."""
+    if getattr(options, "routing", "service") == "gateway":
+        return Monitors(picker=PickerMonitor(enabled=True))
+    return None
+
+
 def build_values(plan: Plan, options: ValuesOptions) -> ObservabilityValues:
     topology: Topology = plan.topology
+    monitors = monitors_for(options)
     return ObservabilityValues(
+        **({"monitors": monitors} if monitors is not None else {}),
         topology=topology,
         target=Target(release=options.release, namespace=options.namespace,
                       name=vllm_inference_fullname(options.release)),
