@@ -106,7 +106,7 @@ def routing_plan(a: Architecture, hw: Hardware, tp: int, pp: int, weights_total:
               f"no datasheet memory bandwidth for {hw.gpu}: 1 / the default TPOT SLO {DEFAULT_TPOT_SLO} s",
               TIMEOUT_SOURCE)
     else:
-        rate = round(1 / step.seconds, 1)
+        rate = max(0.1, round(1 / step.seconds, 1))
         d.add("decode_tokens_per_second", f"{rate:g} tokens/s",
               f"1 / decode step: {step.formula}{step.pp_note}", TIMEOUT_SOURCE)
     ttft, max_len = slo.slo_ttft_p99_seconds, memory.max_model_len

@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from vllm_eks.catalog import resolve_model
+from vllm_eks.catalog import model_catalog, resolve_model
 from vllm_eks.chart_values.options import ValuesOptions
 from vllm_eks.chart_values.routing_builder import (api_key_values, check_routing, gateway_duration,
                                                    routing_values)
-from vllm_eks.errors import InvalidOptionError
+from vllm_eks.errors import InvalidOptionError, VllmEksError
 from vllm_eks.hardware import instance_catalog
 from vllm_eks.latency import DEFAULT_TPOT_SLO, decode_step
 from vllm_eks.plan import Plan, RoutingPlan
@@ -137,6 +139,31 @@ def _fresh(name: str) -> Plan:
     args = shlex.split(SCENARIOS[name]["args"])
     kwargs = {a[2:].replace("-", "_"): b for a, b in zip(args[::2], args[1::2]) if a != "--zone"}
     return make_plan(PlanRequest(**kwargs))
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(model=st.sampled_from(sorted(model_catalog())), instance=st.sampled_from(sorted(instance_catalog())),
+       max_len=st.one_of(st.none(), st.integers(256, 200_000)))
+def test_routing_rules_hold_over_the_catalog(model, instance, max_len):
+    """Whatever the planner plans, the timeouts and the picker's index keep their rules, and an
+    ALB refusal names a max_model_len that an ALB accepts."""
+    try:
+        p = make_plan(PlanRequest(model=model, instance=instance, max_model_len=max_len))
+    except VllmEksError:
+        return
+    r = p.routing
+    assert r is not None and r.decode_tokens_per_second > 0
+    assert r.longest_stream_seconds >= p.memory.max_model_len / r.decode_tokens_per_second
+    assert r.request_timeout_seconds > r.longest_stream_seconds
+    if r.alb_idle_timeout_seconds is None:
+        fits = plan_alb_max_model_len(r, p.slo)
+        assert fits < p.memory.max_model_len
+        assert longest_stream_seconds(p.slo.slo_ttft_p99_seconds, r.decode_tokens_per_second, fits) < 4000
+    else:
+        assert r.longest_stream_seconds < r.alb_idle_timeout_seconds <= 4000
+    assert r.picker_max_prefix_blocks * r.picker_prefix_block_size >= p.memory.max_model_len
+    assert r.picker_lru_capacity_per_server * r.picker_prefix_block_size >= p.memory.kv_cache_tokens
+    assert 0 < r.picker_memory_request_bytes < r.picker_memory_limit_bytes
 
 
 # ----------------------------------------------------------------------------- explain
