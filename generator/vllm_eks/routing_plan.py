@@ -38,8 +38,10 @@ TIMEOUT_STEP_SECONDS = 60
 ALB_IDLE_TIMEOUT_MAX_SECONDS = 4000
 ALB_SOURCE = ("ALB connection idle timeout: 1 to 4000 seconds, default 60 "
               "(https://docs.aws.amazon.com/elasticloadbalancing/latest/application/edit-load-balancer-attributes.html)")
-TIMEOUT_SOURCE = ("an estimate: decode rate from latency.py's memory-bound step; HTTPRoute rules[].timeouts.request "
-                  "and Ray Serve http_options.request_timeout_s (default: none) end a request that takes longer")
+DECODE_SOURCE = "estimate: latency.py's memory-bound decode step (the one behind the TPOT SLO), one request alone"
+STREAM_SOURCE = "a response as long as the context allows; the TTFT is the TTFT alert's default SLO"
+TIMEOUT_SOURCE = ("HTTPRoute rules[].timeouts.request and Ray Serve http_options.request_timeout_s (default: none) "
+                  "end a request that takes longer")
 
 # GIE v1.5.0 (tag commit df9f8909): the prefix plugin's parameters and defaults.
 EPP_SOURCE = ("gateway-api-inference-extension v1.5.0 pkg/epp/framework/plugins/requestcontrol/dataproducer/"
@@ -47,6 +49,10 @@ EPP_SOURCE = ("gateway-api-inference-extension v1.5.0 pkg/epp/framework/plugins/
               "31250 entries per server; `blockSize` in characters is deprecated and an error without blockSizeTokens) "
               "and hashing.go (blocks of blockSizeTokens x 4 characters); pkg/epp/config/loader/configloader.go "
               "passes prefix-cache-scorer's parameters to that plugin")
+EPP_MAX_BLOCKS_SOURCE = ("gateway-api-inference-extension v1.5.0 approximateprefix/hashing.go: the prompt is cut to "
+                         "maxPrefixBlocksToMatch blocks (default 256) before hashing")
+EPP_LRU_SOURCE = ("gateway-api-inference-extension v1.5.0 approximateprefix/indexer.go: one LRU of lruCapacityPerServer "
+                  "block hashes per server, used when autoTune finds no num_gpu_blocks (default 31250)")
 EPP_CHARS_PER_TOKEN = 4
 # Bytes the EPP's prefix index holds per entry: "each entry is about 358[B]" in
 # gateway-api-inference-extension v1.5.0 site-src/guides/epp-configuration/prefix-aware.md.
@@ -104,16 +110,16 @@ def routing_plan(a: Architecture, hw: Hardware, tp: int, pp: int, weights_total:
         rate = round(1 / DEFAULT_TPOT_SLO, 1)
         d.add("decode_tokens_per_second", f"{rate:g} tokens/s",
               f"no datasheet memory bandwidth for {hw.gpu}: 1 / the default TPOT SLO {DEFAULT_TPOT_SLO} s",
-              TIMEOUT_SOURCE)
+              DECODE_SOURCE)
     else:
         rate = max(0.1, round(1 / step.seconds, 1))
         d.add("decode_tokens_per_second", f"{rate:g} tokens/s",
-              f"1 / decode step: {step.formula}{step.pp_note}", TIMEOUT_SOURCE)
+              f"1 / decode step: {step.formula}{step.pp_note}", DECODE_SOURCE)
     ttft, max_len = slo.slo_ttft_p99_seconds, memory.max_model_len
     longest = longest_stream_seconds(ttft, rate, max_len)
     d.add("longest_stream_seconds", f"{longest} s",
           f"ceil(TTFT {ttft:g} s (slo_ttft_p99_seconds) + max_model_len {max_len:,} tokens / {rate:g} tokens/s)",
-          TIMEOUT_SOURCE)
+          STREAM_SOURCE)
     request_timeout = _ceil_to(longest * REQUEST_TIMEOUT_MARGIN, TIMEOUT_STEP_SECONDS)
     d.add("request_timeout_seconds", f"{request_timeout} s",
           f"{longest} s x {REQUEST_TIMEOUT_MARGIN:g} (decode under load is slower than one request alone), "
@@ -138,11 +144,11 @@ def routing_plan(a: Architecture, hw: Hardware, tp: int, pp: int, weights_total:
     max_blocks = math.ceil(max_len / block)
     d.add("picker_max_prefix_blocks", str(max_blocks),
           f"ceil(max_model_len {max_len:,} / {block}): a prompt as long as the context is matched whole",
-          EPP_SOURCE)
+          EPP_MAX_BLOCKS_SOURCE)
     lru = math.ceil(memory.kv_cache_tokens / block)
     d.add("picker_lru_capacity_per_server", f"{lru:,} blocks",
           f"ceil(kv_cache_tokens {memory.kv_cache_tokens:,} / {block}): the index remembers as many blocks per "
-          "server as its KV cache holds (fewer: false misses; more: false hits)", EPP_SOURCE)
+          "server as its KV cache holds (fewer: false misses; more: false hits)", EPP_LRU_SOURCE)
 
     endpoints = pool.autoscaling_max_replicas
     if topology == "multi-node":
@@ -162,7 +168,8 @@ def routing_plan(a: Architecture, hw: Hardware, tp: int, pp: int, weights_total:
     d.add("picker_memory_request_bytes", gib(memory_request),
           f"{gib(PICKER_BASE_MEMORY_BYTES)} + {GO_HEAP_FACTOR} (Go heap growth, GOGC=100) x index "
           f"{endpoints} endpoints x {lru:,} blocks x {EPP_INDEX_ENTRY_BYTES} B = {index_bytes / 1e6:.1f} MB, "
-          f"rounded up to 64 MiB", PICKER_SOURCE)
+          f"rounded up to 64 MiB", PICKER_SOURCE + "; 358 B per index entry: gateway-api-inference-extension "
+          "v1.5.0 site-src/guides/epp-configuration/prefix-aware.md")
     memory_limit = PICKER_LIMIT_FACTOR * memory_request
     d.add("picker_memory_limit_bytes", gib(memory_limit),
           f"{PICKER_LIMIT_FACTOR} x the request: room for bursts of long prompts before an OOM kill", PICKER_SOURCE)
