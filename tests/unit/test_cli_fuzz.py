@@ -150,6 +150,27 @@ def test_deeply_nested_config_json(cli, tmp_path):
     assert r.exit_code == 1 and "nested too deeply" in r.stderr
 
 
+# `values` flags of the routing choice: any text either writes the folder or is refused in one line
+# naming a flag, and a refusal writes nothing.
+# flag -> the other flags that make it count
+CERT = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d"
+ROUTING_FLAGS = {"--routing": ["--gateway", "gw", "--alb-certificate-arn", CERT],
+                 "--gateway": ["--routing", "gateway"], "--alb-certificate-arn": ["--routing", "alb"],
+                 "--alb-scheme": ["--routing", "alb", "--alb-certificate-arn", CERT], "--api-key-secret": []}
+
+
+@pytest.mark.parametrize("flag", sorted(ROUTING_FLAGS))
+@settings(FUZZ, max_examples=20)
+@given(value=TEXTISH)
+def test_any_value_of_a_routing_flag(cli, tmp_path_factory, flag, value):
+    out = tmp_path_factory.mktemp("routing") / "out"
+    args = ["values", *M8_ARGS, "--out", str(out), *ROUTING_FLAGS[flag], flag, value]
+    r = cli(*args)
+    assert_clean(r, args)
+    if r.exit_code != 0:
+        assert not out.exists(), args
+
+
 def test_out_cannot_be_written(cli, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
