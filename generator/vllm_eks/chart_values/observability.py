@@ -286,7 +286,7 @@ TOPOLOGY_SECTIONS: dict[str, frozenset[str]] = {"monitors.rayServe": frozenset(O
 def monitors_for(options: ValuesOptions) -> Monitors | None:
     """The picker's ServiceMonitor when the vllm-inference release routes through a Gateway
     (`--routing gateway`: an InferencePool and its endpoint picker); None keeps the defaults."""
-    if getattr(options, "routing", "service") == "gateway":
+    if options.routing == "gateway":
         return Monitors(picker=PickerMonitor(enabled=True))
     return None
 
