@@ -333,15 +333,16 @@ ATTENTION_FREE_ARCHITECTURES = frozenset({"MambaForCausalLM", "Mamba2ForCausalLM
 # model_type values of the same families (transformers config classes), for files without 'architectures'
 STATE_MODEL_TYPES = frozenset({
     "mamba", "mamba2", "falcon_mamba", "jamba", "bamba", "zamba", "zamba2", "nemotron_h", "granitemoehybrid",
-    "falcon_h1", "qwen3_next", "qwen3_5", "qwen3_5_moe", "lfm2", "lfm2_moe", "kimi_linear", "minimax",
+    "falcon_h1", "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "lfm2", "lfm2_moe", "kimi_linear", "minimax",
     "plamo2", "olmo_hybrid",
 })
 # fields that only state-space / linear-attention configs carry (Jamba attn_layer_period and
-# mamba_*; Nemotron-H hybrid_override_pattern; Zamba2/Jamba layers_block_type; Qwen3-Next
-# linear_*; Mamba ssm_cfg / Mamba2 state_size with conv_kernel)
+# mamba_*; Nemotron-H hybrid_override_pattern; Zamba2/Jamba layers_block_type; Qwen3-Next and
+# Qwen3.5 full_attention_interval and linear_*; Mamba ssm_cfg / Mamba2 state_size with conv_kernel)
+LINEAR_FIELDS = ("full_attention_interval", "linear_num_key_heads", "linear_num_value_heads",
+                 "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim")
 STATE_FIELDS = ("hybrid_override_pattern", "layers_block_type", "attn_layer_period", "attn_layer_offset",
-                "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
-                "linear_value_head_dim", "linear_conv_kernel_dim", "ssm_cfg", "ssm_state_size")
+                *LINEAR_FIELDS, "ssm_cfg", "ssm_state_size")
 STATE_PREFIXES = ("mamba_", "mamba2_", "ssm_")
 SUPPORTED = ("supported: transformers whose every layer is full, sliding-window or chunked-local (Llama 4) "
              "attention, or MLA without an indexer (DeepSeek-V2/V3)")
@@ -366,7 +367,8 @@ def refuse_unmodelled(top: dict, cfg: dict, where: str) -> None:
     instead of sizing it as a plain transformer (or failing on an unrelated missing field)."""
     layer_types = cfg.get("layer_types")
     if isinstance(layer_types, list):
-        odd = sorted({t for t in layer_types if isinstance(t, str)} - set(ATTENTION_LAYER_TYPES) - {"chunked_attention"})
+        odd = sorted({t for t in layer_types if isinstance(t, str)} - set(ATTENTION_LAYER_TYPES) - {"chunked_attention"},
+                     key=lambda t: ("attention" in t and "linear" not in t, t))
         if odd:
             kind = ("Gated DeltaNet / linear-attention" if any("linear" in t for t in odd)
                     else "state-space (Mamba) or convolution")
@@ -376,7 +378,7 @@ def refuse_unmodelled(top: dict, cfg: dict, where: str) -> None:
     for d in (cfg, top):
         key = _state_field(d)
         if key is not None:
-            kind = "linear-attention (Gated DeltaNet)" if key.startswith("linear_") else "state-space (Mamba)"
+            kind = "linear-attention (Gated DeltaNet)" if key in LINEAR_FIELDS else "state-space (Mamba)"
             raise UnsupportedArchitectureError(
                 f"{where}: field '{key}' marks {kind} layers: {STATE_WHAT}; {SUPPORTED}")
     for d in (cfg, top):
