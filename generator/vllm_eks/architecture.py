@@ -265,7 +265,7 @@ def _text_config(top: dict) -> dict:
 
 
 def _mla(cfg: dict, where: str) -> MLA | None:
-    if not cfg.get("kv_lora_rank"):
+    if cfg.get("kv_lora_rank") is None:
         return None
     return MLA(kv_lora_rank=_get(cfg, "kv_lora_rank", where), qk_rope_head_dim=_get(cfg, "qk_rope_head_dim", where),
                qk_nope_head_dim=_get(cfg, "qk_nope_head_dim", where), v_head_dim=_get(cfg, "v_head_dim", where),

@@ -205,3 +205,10 @@ def test_gemma3_without_a_pattern_gets_transformers_default():
     cfg = {**model_catalog()["gemma-3-27b-it"].config}
     cfg["text_config"] = {k: v for k, v in cfg["text_config"].items() if k != "sliding_window_pattern"}
     assert parse_config(cfg, "x").layer_windows == resolve_model("gemma-3-27b-it").architecture.layer_windows
+
+
+def test_an_mla_rank_of_zero_is_refused_not_read_as_no_mla():
+    cfg = {**model_catalog()["deepseek-v3"].config, "kv_lora_rank": 0}
+    with pytest.raises(ModelConfigError, match="'kv_lora_rank' must be a positive integer"):
+        parse_config(cfg, "x")
+    assert parse_config({**cfg, "kv_lora_rank": None}, "x").mla is None
