@@ -312,7 +312,7 @@ def _moe(cfg: dict, where: str, num_layers: int, llama4: bool = False) -> MoE | 
 # vLLM 0.32's model classes that keep a recurrent state per sequence: those whose class implements
 # IsHybrid (attention plus state-space or linear-attention layers) or IsAttentionFree (no
 # attention at all), vllm/model_executor/models/interfaces.py, as registered by name in
-# vllm/model_executor/models/registry.py. Their state layers get a MambaSpec
+# vllm/model_executor/models/registry.py (classes under vllm/model_executor/models/ and vllm/models/). Their state layers get a MambaSpec
 # (vllm/v1/kv_cache_interface.py): a fixed-size state per sequence, padded to the attention
 # layers' page size by the hybrid allocator.
 HYBRID_ARCHITECTURES = frozenset({
@@ -324,11 +324,22 @@ HYBRID_ARCHITECTURES = frozenset({
     "NemotronHPuzzleForCausalLM", "NemotronH_Nano_VL_V2", "NemotronH_Nano_Omni_Reasoning_V3",
     "NemotronH_Omni_Reasoning_V3", "NemotronH_Super_Omni_Reasoning_V3", "OlmoHybridForCausalLM",
     "Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM",
-    "Qwen3_5MoeForConditionalGeneration", "Zamba2ForCausalLM",
+    "Qwen3_5MoeForConditionalGeneration", "Zamba2ForCausalLM", "KimiK3ForConditionalGeneration",
+    "Qwen4ExpForCausalLM", "Qwen4ExpForConditionalGeneration", "Glm5NextForCausalLM",
+    "Glm5NextForConditionalGeneration",
     # removed from vLLM before 0.32 (registry.py _PREVIOUSLY_SUPPORTED_MODELS) but still hybrid
     "BambaForCausalLM", "MiniMaxText01ForCausalLM", "MiniMaxM1ForCausalLM", "Plamo2ForCausalLM",
     "Phi4FlashForCausalLM",
 })
+# vLLM 0.32 model classes under vllm/models/ whose layers build KV cache specs of their own
+# (compressed or sparse MLA, circular buffers, indexer caches: their get_kv_cache_spec)
+MODEL_SPECIFIC_KV_ARCHITECTURES = {
+    "DeepseekV4ForCausalLM": "vllm/models/deepseek_v4", "DeepseekV4ForConditionalGeneration": "vllm/models/deepseek_v4",
+    "DeepseekV41ForCausalLM": "vllm/models/deepseek_v41", "MiniMaxM3SparseForCausalLM": "vllm/models/minimax_m3",
+    "MiniMaxM3SparseForConditionalGeneration": "vllm/models/minimax_m3", "HYV4ForCausalLM": "vllm/models/hy_v4",
+    "InklingForCausalLM": "vllm/models/inkling", "InklingForConditionalGeneration": "vllm/models/inkling",
+    "Dots3NoteForCausalLM": "vllm/models/dots3_note",
+}
 ATTENTION_FREE_ARCHITECTURES = frozenset({"MambaForCausalLM", "Mamba2ForCausalLM", "FalconMambaForCausalLM"})
 # model_type values of the same families (transformers config classes), for files without 'architectures'
 STATE_MODEL_TYPES = frozenset({
@@ -394,13 +405,20 @@ def refuse_unmodelled(top: dict, cfg: dict, where: str) -> None:
                     kind = "has no attention layers" if a in ATTENTION_FREE_ARCHITECTURES else "is a hybrid model"
                     raise UnsupportedArchitectureError(
                         f"{where}: field 'architectures' names {a}, which in vLLM 0.32 {kind}: {STATE_WHAT}; {SUPPORTED}")
+                if a in MODEL_SPECIFIC_KV_ARCHITECTURES:
+                    raise UnsupportedArchitectureError(
+                        f"{where}: field 'architectures' names {a}, whose layers build KV cache specs of their own in "
+                        f"vLLM 0.32 ({MODEL_SPECIFIC_KV_ARCHITECTURES[a]}: compressed or sparse attention caches) that "
+                        f"this sizing does not model; {SUPPORTED}")
     for key in ("index_topk", "index_head_dim", "index_n_heads"):
         if key in cfg:
-            # vLLM: DeepseekV2 is_v32 = hasattr(config, "index_topk")
+            # vLLM 0.32: DeepseekV32ForCausalLM and GlmMoeDsaForCausalLM (vllm/models/deepseek_v32/attention.py)
+            # and DeepseekV2's is_v32 = hasattr(config, "index_topk") build the indexer cache
             raise UnsupportedArchitectureError(
                 f"{where}: field '{key}' marks DeepSeek-V3.2 sparse attention: vLLM 0.32 keeps a second cache per "
                 "layer for its indexer keys (DeepseekV32IndexerCache, an MLAAttentionSpec of index_head_dim values "
-                "per token, vllm/model_executor/models/deepseek_v2.py) that this sizing does not count; "
+                "per token, vllm/model_executor/models/deepseek_v2.py, used by vllm/models/deepseek_v32) that this "
+                "sizing does not count; "
                 "supported: MLA without an indexer (DeepSeek-V2/V3/R1)")
 
 

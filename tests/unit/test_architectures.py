@@ -62,6 +62,7 @@ def _strip(cfg: dict, *keys: str) -> dict:
     ({"model_type": "llama", "layer_types": ["linear_attention", "full_attention"]}, "layer_types"),
     (DEEPSEEK_V32, "index_topk"),
     (_strip(DEEPSEEK_V32, "index_topk"), "index_head_dim"),
+    ({**model_catalog()["deepseek-v3"].config, "architectures": ["DeepseekV4ForCausalLM"]}, "architectures"),
 ])
 def test_unmodelled_architectures_are_refused_by_field(cfg, field):
     with pytest.raises(UnsupportedArchitectureError) as e:
