@@ -388,3 +388,46 @@ def test_ray_serve_router_and_timeouts(values_file: Path) -> None:
     assert serve["http_options"] == {"request_timeout_s": 3600, "keep_alive_timeout_s": 905}
     for llm in _llm_configs(serve):
         assert "request_router_config" not in llm["deployment_config"]
+
+
+def test_multi_node_liveness_probe_sends_the_api_key(tmp_path: Path) -> None:
+    """The leader's exec liveness probe (files/probes/engine_alive.py) asks for one token on /v1,
+    which vLLM refuses without the key: it sends VLLM_API_KEY from its container's environment."""
+    import http.server
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    class Server(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *_: Any) -> None:
+            pass
+
+        def _answer(self, status: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:  # noqa: N802 - /health
+            self._answer(200, {})
+
+        def do_POST(self) -> None:  # noqa: N802 - /v1/completions
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            if self.headers.get("Authorization") != "Bearer test-key":
+                self._answer(401, {"error": "Unauthorized"})
+            else:
+                self._answer(200, {"choices": [{"text": "x"}]})
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Server)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        cmd = [sys.executable, str(CHART / "files" / "probes" / "engine_alive.py"), "--port",
+               str(server.server_address[1]), "--model", "m", "--timeout", "5"]
+        env = {k: v for k, v in os.environ.items() if k != "VLLM_API_KEY"}
+        assert subprocess.run(cmd, env=env | {"VLLM_API_KEY": "test-key"}, capture_output=True).returncode == 0
+        refused = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        assert refused.returncode == 1 and "401" in refused.stdout + refused.stderr
+    finally:
+        server.shutdown()
