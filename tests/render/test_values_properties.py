@@ -98,7 +98,12 @@ RELATED: dict[str, dict[str, tuple[str, ...]]] = {
         # flags of engine.args/extraArgs).
         "topology": ("multiNode.groupSize", "engine.pipelineParallelSize", "strategy.type", "image.provides",
                      "ray.image.provides", "model.source", "rayServe", "disaggregated", "engine.args",
-                     "engine.extraArgs"),
+                     "engine.extraArgs", "routing.mode", "apiKey.existingSecret"),
+        # routing: gateway needs parentRefs and a topology the InferencePool can select; alb needs
+        # the certificate; either may make extraEnv / engine.args repeat what the chart sets.
+        "routing.mode": ("routing.gateway", "routing.alb", "extraEnv", "topology"),
+        "apiKey.existingSecret": ("extraEnv", "engine.args", "engine.extraArgs", "topology"),
+        "ray.version": ("rayServe.requestRouter",),
     },
     "gpu-infra": {
         # efaDevicePlugin (a pool with efa needs the plugin) and efaZone (one zone)

@@ -429,6 +429,7 @@ with the chosen values. Returns a JSON list (fromJsonArray by the caller).
 {{- $skips = append $skips "CKV2_K8S_6=networkPolicy.enabled is false: off by default so clients in other namespaces (gateway, Prometheus) are not cut off on install; enable it and list them in networkPolicy.allowedNamespaces" }}
 {{- end }}
 {{- $secretEnv := and (include "vllm-inference.useToken" .) (eq $v.model.huggingface.tokenSecret.mountAs "env") }}
+{{- if and $v.apiKey.existingSecret (not (include "vllm-inference.onRay" .)) }}{{ $secretEnv = true }}{{ end }}
 {{- range $v.extraEnv }}
 {{- if and .valueFrom (hasKey .valueFrom "secretKeyRef") }}{{ $secretEnv = true }}{{ end }}
 {{- end }}

@@ -32,6 +32,9 @@ with every message. It also runs when a user skips schema validation (helm
 {{- $out = print $out (include "vllm-inference.validateValues.requestsWithinLimits" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.shmWithinMemoryLimit" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.metadataKeys" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.routing" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.apiKey" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.rayRequestRouter" .) -}}
 {{- $errors := compact (splitList "\n" $out) -}}
 {{- if $errors -}}
 {{- fail (printf "\n\nvllm-inference: invalid values:\n- %s\n" (join "\n- " $errors)) -}}
@@ -200,8 +203,17 @@ with every message. It also runs when a user skips schema validation (helm
 {{- define "vllm-inference.validateValues.extraEnvNames" -}}
 {{- $secretEnv := list "HF_TOKEN" "HUGGING_FACE_HUB_TOKEN" "AWS_ACCESS_KEY_ID" "AWS_SECRET_ACCESS_KEY" "AWS_SESSION_TOKEN" -}}
 {{- $chartEnv := list "HF_TOKEN" "HF_TOKEN_PATH" "HF_HOME" "VLLM_CACHE_ROOT" "XDG_CACHE_HOME" "XDG_CONFIG_HOME" "HOME" "TMPDIR" -}}
+{{- $routingEnv := dict -}}
+{{- if and .Values.apiKey.existingSecret (not (include "vllm-inference.onRay" .)) -}}
+{{- $_ := set $routingEnv "VLLM_API_KEY" "apiKey.existingSecret" -}}
+{{- end -}}
+{{- if include "vllm-inference.backendKeepAlive" . -}}
+{{- $_ := set $routingEnv "VLLM_HTTP_TIMEOUT_KEEP_ALIVE" "routing.alb.idleTimeoutSeconds" -}}
+{{- end -}}
 {{- range $i, $e := .Values.extraEnv -}}
-{{- if and (has $e.name $secretEnv) (hasKey $e "value") -}}
+{{- if hasKey $routingEnv (toString $e.name) -}}
+{{- printf "extraEnv[%d].name: %s is set by the chart from %s\n" $i $e.name (get $routingEnv (toString $e.name)) -}}
+{{- else if and (has $e.name $secretEnv) (hasKey $e "value") -}}
 {{- printf "extraEnv[%d].value: %s must come from a Secret (valueFrom.secretKeyRef), not a literal\n" $i $e.name -}}
 {{- else if has $e.name $chartEnv -}}
 {{- printf "extraEnv[%d].name: %s is set by the chart (cache paths, model.huggingface.tokenSecret)\n" $i $e.name -}}
@@ -344,6 +356,9 @@ them, and Ray Serve engineKwargs must not carry their keyword form.
 -pp: engine.pipelineParallelSize
 --shutdown-timeout: drain.shutdownTimeoutSeconds
 --hf-token: model.huggingface.tokenSecret
+{{- if .Values.apiKey.existingSecret }}
+--api-key: apiKey.existingSecret
+{{- end }}
 {{- if eq (toString .Values.topology) "multi-node" }}
 --distributed-executor-backend: topology multi-node (vLLM's own multi-node launcher, no Ray)
 {{- range $f := list "--nnodes" "-n" "--node-rank" "-r" "--master-addr" "--headless" }}
@@ -416,7 +431,7 @@ repeat one the chart sets on the pods.
 */}}
 {{- define "vllm-inference.validateValues.metadataKeys" -}}
 {{- $v := .Values -}}
-{{- $maps := dict "labels" $v.labels "podLabels" $v.podLabels "annotations" $v.annotations "podAnnotations" $v.podAnnotations "service.annotations" $v.service.annotations "serviceAccount.annotations" $v.serviceAccount.annotations "scheduling.nodeSelector" $v.scheduling.nodeSelector "ray.head.nodeSelector" $v.ray.head.nodeSelector -}}
+{{- $maps := dict "labels" $v.labels "podLabels" $v.podLabels "annotations" $v.annotations "podAnnotations" $v.podAnnotations "service.annotations" $v.service.annotations "serviceAccount.annotations" $v.serviceAccount.annotations "scheduling.nodeSelector" $v.scheduling.nodeSelector "ray.head.nodeSelector" $v.ray.head.nodeSelector "routing.alb.annotations" $v.routing.alb.annotations -}}
 {{- range $path := keys $maps | sortAlpha -}}
 {{- include "vllm-inference.metadataKeyErrors" (dict "path" $path "map" (get $maps $path)) -}}
 {{- end -}}
@@ -431,6 +446,50 @@ repeat one the chart sets on the pods.
 {{- range $path := list "annotations" "podAnnotations" -}}
 {{- if hasKey (get $maps $path | default dict) "ray.io/overwrite-container-cmd" -}}
 {{- printf "%s: \"ray.io/overwrite-container-cmd\" is an annotation the chart sets on the Ray pods; choose another key\n" $path -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+routing.mode: gateway needs pods the InferencePool can select and a Gateway to attach to; alb an
+ACM certificate (the Ingress listens on HTTPS only).
+*/}}
+{{- define "vllm-inference.validateValues.routing" -}}
+{{- $r := .Values.routing -}}
+{{- $mode := toString $r.mode -}}
+{{- if eq $mode "gateway" -}}
+{{- if include "vllm-inference.onRay" . -}}
+{{- printf "routing.mode: gateway needs topology single-node or multi-node, not %s (Ray Serve's own router balances inside the cluster; use service or alb)\n" (toString .Values.topology) -}}
+{{- end -}}
+{{- if not $r.gateway.parentRefs -}}
+{{- print "routing.gateway.parentRefs: at least one Gateway (name, optional namespace and sectionName) is required when routing.mode is gateway\n" -}}
+{{- end -}}
+{{- $w := $r.gateway.picker.scorers -}}
+{{- if and (eq (int $w.queue) 0) (eq (int $w.kvCacheUtilization) 0) (eq (int $w.prefixCache) 0) -}}
+{{- print "routing.gateway.picker.scorers: every weight is 0, so the picker would choose pods at random; give queue, kvCacheUtilization or prefixCache a weight above 0\n" -}}
+{{- end -}}
+{{- else if eq $mode "alb" -}}
+{{- if not $r.alb.certificateArn -}}
+{{- print "routing.alb.certificateArn: required when routing.mode is alb (an ACM certificate ARN: the ALB listens on HTTPS 443 only)\n" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The API key is vLLM's own check, which Ray Serve's OpenAI app does not run. */}}
+{{- define "vllm-inference.validateValues.apiKey" -}}
+{{- if and .Values.apiKey.existingSecret (include "vllm-inference.onRay" .) -}}
+{{- printf "apiKey.existingSecret: not supported on topology %s (Ray Serve's OpenAI app does not check vLLM's API key); authenticate at the load balancer instead (routing.mode alb with routing.alb.annotations auth-type oidc or cognito)\n" (toString .Values.topology) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* PrefixCacheAffinityRouter is public in ray.serve.llm.request_router from Ray 2.49. */}}
+{{- define "vllm-inference.validateValues.rayRequestRouter" -}}
+{{- $v := .Values -}}
+{{- if and (include "vllm-inference.onRay" .) (eq (toString $v.rayServe.requestRouter) "prefix-cache-affinity") -}}
+{{- $version := toString $v.ray.version -}}
+{{- $parts := regexFind "^[0-9]+[.][0-9]+" $version | splitList "." -}}
+{{- if or (ne (len $parts) 2) (lt (int (index $parts 0)) 2) (and (eq (int (index $parts 0)) 2) (lt (int (index $parts 1)) 49)) -}}
+{{- printf "rayServe.requestRouter: prefix-cache-affinity needs Ray 2.49 or later (ray.version is %s); use power-of-two-choices or a newer ray.image and ray.version\n" $version -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

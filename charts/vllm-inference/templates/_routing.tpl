@@ -1,0 +1,104 @@
+{{/*
+Names, labels and pieces of the routing objects (routing.mode gateway and alb) and of the API key.
+Upstream sources: kubernetes-sigs/gateway-api-inference-extension@v1.5.0 (the Endpoint Picker:
+config/charts/epplib/templates/_deployment.yaml, pkg/epp/server/options.go), the pinned
+InferencePool v1 and HTTPRoute v1 CRDs, and the AWS Load Balancer Controller's
+docs/guide/ingress/annotations.md.
+*/}}
+
+{{/* Name of the Endpoint Picker's Deployment, Service, ServiceAccount, ConfigMap, Role and
+     NetworkPolicy: <fullname>-epp, at most 63 characters (a Service name). */}}
+{{- define "vllm-inference.pickerName" -}}
+{{- printf "%s-epp" (include "vllm-inference.fullname" . | trunc 59 | trimSuffix "-") }}
+{{- end }}
+
+{{/* Selector labels of the picker pods: never the servers' (component endpoint-picker). */}}
+{{- define "vllm-inference.pickerSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "vllm-inference.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
+app.kubernetes.io/component: endpoint-picker
+{{- end }}
+
+{{/* Labels of every picker object: the chart's labels with component endpoint-picker and the
+     picker's own version, then the user's extra labels. */}}
+{{- define "vllm-inference.pickerLabels" -}}
+{{- $labels := include "vllm-inference.labels" . | fromYaml }}
+{{- $_ := set $labels "app.kubernetes.io/component" "endpoint-picker" }}
+{{- $_ := set $labels "app.kubernetes.io/version" (regexReplaceAll "^[^A-Za-z0-9]+|[^A-Za-z0-9]+$" (.Values.routing.gateway.picker.image.tag | trunc 63) "") }}
+{{- toYaml $labels }}
+{{- end }}
+
+{{/* The picker image: repository:tag, or repository@digest when a digest is pinned. */}}
+{{- define "vllm-inference.pickerImage" -}}
+{{- $img := .Values.routing.gateway.picker.image }}
+{{- if $img.digest }}
+{{- printf "%s@%s" $img.repository $img.digest }}
+{{- else }}
+{{- printf "%s:%s" $img.repository $img.tag }}
+{{- end }}
+{{- end }}
+
+{{/* The InferencePool's pod selector: the servers' selector labels; multi-node: leaders only
+     (only the leader of a group serves HTTP). */}}
+{{- define "vllm-inference.poolSelector" -}}
+{{ include "vllm-inference.selectorLabels" . }}
+{{- if eq .Values.topology "multi-node" }}
+{{ include "vllm-inference.leaderLabel" . }}
+{{- end }}
+{{- end }}
+
+{{/* The gRPC ports of the picker (pkg/epp/server/options.go defaults, GIE v1.5.0). */}}
+{{- define "vllm-inference.pickerGrpcPort" -}}
+9002
+{{- end }}
+{{- define "vllm-inference.pickerHealthPort" -}}
+9003
+{{- end }}
+{{- define "vllm-inference.pickerMetricsPort" -}}
+9090
+{{- end }}
+
+{{/* "true" when the Endpoint Picker and its objects are rendered. */}}
+{{- define "vllm-inference.gatewayMode" -}}
+{{- if and (eq (toString .Values.routing.mode) "gateway") (not (include "vllm-inference.onRay" .)) }}true{{ end }}
+{{- end }}
+
+{{/* Namespaces of the Gateways the HTTPRoute attaches to (the release namespace for a parentRef
+     without one), as a JSON list without repeats. */}}
+{{- define "vllm-inference.gatewayNamespaces" -}}
+{{- $out := list }}
+{{- range .Values.routing.gateway.parentRefs }}
+{{- $out = append $out (default $.Release.Namespace .namespace) }}
+{{- end }}
+{{- toJson (uniq $out) }}
+{{- end }}
+
+{{/* Keep-alive of the servers behind an ALB: 5 s above the ALB's idle timeout, so the ALB never
+     sends a request on a connection the server is closing (AWS recommends a backend keep-alive
+     larger than the load balancer's idle timeout). Empty unless routing.mode is alb. */}}
+{{- define "vllm-inference.backendKeepAlive" -}}
+{{- if eq (toString .Values.routing.mode) "alb" }}{{ add (int .Values.routing.alb.idleTimeoutSeconds) 5 }}{{ end }}
+{{- end }}
+
+{{/*
+Environment of the container that serves the OpenAI API (single-node server, multi-node leader):
+the API key from its Secret and, behind an ALB, the HTTP keep-alive. May be empty.
+- VLLM_API_KEY: read when --api-key is absent (vLLM 0.32.0 vllm/entrypoints/serve/middleware/
+  register.py; envs.py); it guards /v1, /v2, /inference and /cohere paths only.
+- VLLM_HTTP_TIMEOUT_KEEP_ALIVE: uvicorn's timeout_keep_alive of the API server, default 5 s, far
+  below an ALB's idle timeout (vLLM 0.32.0 wheel: vllm/envs.py L1143,
+  vllm/entrypoints/launchers/api_server/entry.py L153).
+*/}}
+{{- define "vllm-inference.apiServerEnv" -}}
+{{- with .Values.apiKey.existingSecret }}
+- name: VLLM_API_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ . | quote }}
+      key: {{ $.Values.apiKey.secretKey | quote }}
+{{- end }}
+{{- with include "vllm-inference.backendKeepAlive" . }}
+- name: VLLM_HTTP_TIMEOUT_KEEP_ALIVE
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
