@@ -127,10 +127,11 @@ class VllmServer:
         return found
 
     def request(self, method: str, path: str, body: Any = None,
-                timeout: float = 60) -> tuple[int, Any]:
+                timeout: float = 60, headers: dict[str, str] | None = None) -> tuple[int, Any]:
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.base_url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"} if data else {})
+        sent = {"Content-Type": "application/json"} if data else {}
+        sent.update(headers or {})
+        req = urllib.request.Request(self.base_url + path, data=data, method=method, headers=sent)
         try:
             with urllib.request.urlopen(req, timeout=timeout) as resp:
                 raw = resp.read()

@@ -106,10 +106,30 @@ def api_test_containers(objects: list[dict[str, Any]]) -> list[tuple[dict, dict]
     return out
 
 
-def run_helm_test_pods(objects: list[dict[str, Any]], base_url: str, workdir: Path) -> list[HelmTestRun]:
-    """Each API test container, with its command and env as rendered, the Service URL replaced
-    by the loopback server URL. Its tools (sh, curl, ...) must be on this machine's PATH: a
-    missing tool is a failure, not a skip."""
+def env_value(var: dict[str, Any], secrets: dict[str, dict[str, str]] | None) -> str | None:
+    """A container env entry's value as the kubelet resolves it: a literal, or a secretKeyRef
+    looked up in `secrets` (name -> key -> value, the Secrets a test puts in the namespace);
+    None for an optional reference that is missing (the kubelet leaves the variable unset).
+    Any other source cannot be resolved without a cluster."""
+    if "value" in var:
+        return str(var["value"])
+    ref = (var.get("valueFrom") or {}).get("secretKeyRef")
+    if ref is not None:
+        secret = (secrets or {}).get(ref.get("name"), {})
+        if ref.get("key") in secret:
+            return secret[ref["key"]]
+        if ref.get("optional"):
+            return None
+        raise AssertionError(f"env {var['name']}: Secret {ref.get('name')} key {ref.get('key')} "
+                             "is not among the Secrets of this test")
+    raise AssertionError(f"env {var['name']} is neither a literal nor a secretKeyRef; cannot run it here")
+
+
+def run_helm_test_pods(objects: list[dict[str, Any]], base_url: str, workdir: Path,
+                       secrets: dict[str, dict[str, str]] | None = None) -> list[HelmTestRun]:
+    """Each API test container, with its command and env as rendered (secretKeyRef entries from
+    `secrets`), the Service URL replaced by the loopback server URL. Its tools (sh, curl, ...)
+    must be on this machine's PATH: a missing tool is a failure, not a skip."""
     pattern = _service_url_pattern(objects)
     runs = []
     for pod, c in api_test_containers(objects):
@@ -119,11 +139,12 @@ def run_helm_test_pods(objects: list[dict[str, Any]], base_url: str, workdir: Pa
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL")}
         env["HOME"] = str(workdir)
         for e in c.get("env") or []:
-            if "value" not in e:
-                raise AssertionError(f"test pod env {e['name']} is not a literal; cannot run it here")
-            value, n = pattern.subn(base_url, str(e["value"]))
+            rendered = env_value(e, secrets)
+            if rendered is None:
+                continue
+            value, n = pattern.subn(base_url, rendered)
             if n:
-                subs.append(f"env {e['name']}: {e['value']} -> {value}")
+                subs.append(f"env {e['name']}: {rendered} -> {value}")
             env[e["name"]] = value
         new_argv = []
         for a in argv:

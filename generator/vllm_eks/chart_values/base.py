@@ -49,6 +49,10 @@ OPTIONAL_AVAILABILITY_ZONE = r"^([a-z]{2}(-[a-z]+)+-[0-9]+([a-z]|-[a-z]+-[0-9]+[
 EKS_CLUSTER_NAME = r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$"
 IAM_ROLE_ARN = r"^arn:aws(-cn|-us-gov)?:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$"
 CAPACITY_RESERVATION_ID = r"^cr-[0-9a-z]+$"
+# An ACM certificate ARN (the ALB's HTTPS listener; aws, aws-cn and aws-us-gov partitions).
+_ACM_CERTIFICATE_ARN = r"arn:aws(-cn|-us-gov)?:acm:[a-z]{2}(-[a-z]+)+-[0-9]+:[0-9]{12}:certificate/[A-Za-z0-9-]{1,128}"
+ACM_CERTIFICATE_ARN = rf"^{_ACM_CERTIFICATE_ARN}$"
+OPTIONAL_ACM_CERTIFICATE_ARN = rf"^({_ACM_CERTIFICATE_ARN})?$"
 
 
 class KubernetesObject(BaseModel):

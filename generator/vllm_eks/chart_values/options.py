@@ -9,12 +9,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import InvalidOptionError
 from ..request import ModelSourceKind
-from .base import (AVAILABILITY_ZONE, CAPACITY_RESERVATION_ID, DNS1123_LABEL, DNS1123_SUBDOMAIN,
+from .base import (ACM_CERTIFICATE_ARN, AVAILABILITY_ZONE, CAPACITY_RESERVATION_ID, DNS1123_LABEL, DNS1123_SUBDOMAIN,
                    EKS_CLUSTER_NAME, IAM_ROLE_ARN, LABEL_VALUE)
 
 ReservationId = Annotated[str, Field(pattern=CAPACITY_RESERVATION_ID, max_length=64)]
-# An ACM certificate ARN (the ALB's HTTPS listener): arn:PARTITION:acm:REGION:ACCOUNT:certificate/ID.
-ACM_CERTIFICATE_ARN = r"^arn:aws(-cn|-us-gov)?:acm:[a-z0-9-]+:[0-9]{12}:certificate/[A-Za-z0-9-]{1,128}$"
 RoutingMode = Literal["service", "gateway", "alb"]
 
 

@@ -20,7 +20,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from .base import (DNS1123_SUBDOMAIN, IMAGE_TAG, OPTIONAL_DNS1123_LABEL, OPTIONAL_DNS1123_SUBDOMAIN,
+from .base import (DNS1123_SUBDOMAIN, IMAGE_TAG, OPTIONAL_ACM_CERTIFICATE_ARN, OPTIONAL_DNS1123_LABEL,
+                   OPTIONAL_DNS1123_SUBDOMAIN,
                    AnnotationMap, ContainerImage, Int32, OptionalQuantity, ValuesModel)
 
 # The Endpoint Picker image: GIE v1.5.0 (registry.k8s.io, config/charts/epplib/values.yaml).
@@ -28,8 +29,6 @@ EPP_IMAGE_REPOSITORY = "registry.k8s.io/gateway-api-inference-extension/epp"
 EPP_IMAGE_TAG = "v1.5.0"
 # A Gateway API Duration (GEP-2257), as the pinned HTTPRoute CRD's timeouts fields check it.
 GATEWAY_DURATION = r"^([0-9]{1,5}(h|m|s|ms)){1,4}$"
-# An ACM certificate ARN (aws, aws-cn and aws-us-gov partitions), or empty.
-OPTIONAL_ACM_CERTIFICATE_ARN = r"^(arn:aws(-cn|-us-gov)?:acm:[a-z]{2}(-[a-z]+)+-[0-9]+:[0-9]{12}:certificate/[A-Za-z0-9-]{1,128})?$"
 # A regional WAFv2 web ACL ARN, or empty.
 OPTIONAL_WAFV2_ACL_ARN = r"^(arn:aws(-cn|-us-gov)?:wafv2:[a-z]{2}(-[a-z]+)+-[0-9]+:[0-9]{12}:regional/webacl/[A-Za-z0-9_-]{1,128}/[a-f0-9-]{1,64})?$"
 # A Gateway API listener name (SectionName), or empty.

