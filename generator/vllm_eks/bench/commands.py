@@ -8,7 +8,6 @@ import json
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .knee import DEFAULT_LATENCY_GROWTH_PCT, DEFAULT_MIN_GAIN_PCT, KneeCriteria
 
@@ -84,6 +83,8 @@ def run_command(url: str, model: str, concurrency: str, input_len: int, output_l
                 dataset: str | None, dataset_name: str, tokenizer: str | None, out_dir: str, vllm: str | None) -> None:
     """Run `vllm bench serve --save-result` once per concurrency level against a running endpoint."""
     from pathlib import Path
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from .runner import check_inputs, parse_levels, run_sweep, vllm_command
 
