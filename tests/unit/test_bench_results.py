@@ -63,3 +63,18 @@ def test_sweep_errors(tmp_path):
     twice = write_sweep(tmp_path / "x", [(8, 50.0)]) + write_sweep(tmp_path / "y", [(8, 51.0)])
     with pytest.raises(BenchmarkResultError, match="max_concurrency 8 is also the level of"):
         load_sweep(twice)
+
+
+def test_sweep_notes(tmp_path):
+    from vllm_eks.bench.results import sweep_notes
+
+    assert sweep_notes(load_sweep([str(CPU_SWEEP)])) == []
+    rows = [result_dict(1, 10.0), {**result_dict(2, 19.0), "failed": 3, "request_rate": 4.0, "model_id": "other"},
+            {**result_dict(4, 30.0, output_len=64)}]
+    for i, d in enumerate(rows):
+        (tmp_path / f"{i}.json").write_text(json.dumps(d))
+    notes = sweep_notes(load_sweep([str(tmp_path)]))
+    assert notes[0].startswith("failed requests at concurrency 2 (3 of 103)")
+    assert "finite --request-rate at concurrency 2" in notes[1]
+    assert notes[2] == "results of different models: other, synthetic/model"
+    assert "256/64, 256/128" in notes[3]

@@ -17,7 +17,7 @@ from .compare import Ratio, compare
 from .cost import CapacityType, PointCost, Price, point_cost, resolve_price
 from .knee import Knee, KneeCriteria, SloLimit, find_knee, slo_limit
 from .recommend import Recommendation, recommend
-from .results import BenchResult, load_sweep
+from .results import BenchResult, load_sweep, sweep_notes
 
 
 class Level(BaseModel):
@@ -44,6 +44,7 @@ class Analysis(BaseModel):
     comparison: list[Ratio]
     recommendation: Recommendation
     plan: str | None
+    notes: list[str] = []
     plots: list[str] = []
 
 
@@ -105,7 +106,8 @@ def analyze(paths: list[str], plan: Plan | None = None, plan_path: str | None = 
 
     return Analysis(replicas=replicas, levels=[_level(r) for r in sweep], knee=knee, slo=slo, price=price,
                     costs=costs, comparison=compare(plan, sweep, knee.concurrency, replicas) if plan else [],
-                    recommendation=recommend(by_level[knee.concurrency], replicas, ttft), plan=plan_path)
+                    recommendation=recommend(by_level[knee.concurrency], replicas, ttft), plan=plan_path,
+                    notes=sweep_notes(sweep))
 
 
 def _num(v: float | None, fmt: str = "{:.2f}") -> str:
@@ -167,6 +169,8 @@ def render(a: Analysis, console: Console) -> None:
     console.print(f"[bold]Recommended --max-num-seqs:[/bold] {rec.max_num_seqs} ({rec.max_num_seqs_reason})")
     console.print(f"[bold]Recommended KEDA threshold[/bold] (vllm:num_requests_waiting per replica): "
                   f"{rec.keda_queue_threshold} ({rec.keda_queue_threshold_reason})")
+    for n in a.notes:
+        console.print(f"[yellow]note:[/yellow] {n}")
     for p in a.plots:
         console.print(f"plot: {p}")
 

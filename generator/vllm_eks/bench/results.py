@@ -63,6 +63,7 @@ class BenchResult(BaseModel):
     backend: str | None = None
     num_prompts: int | None = None
     date: str | None = None
+    request_rate: float | str | None = Field(None, description='"inf" (all requests at once) or requests/s')
 
     @property
     def concurrency(self) -> int:
@@ -140,3 +141,23 @@ def load_sweep(paths: list[str], min_levels: int = 2) -> list[BenchResult]:
         raise BenchmarkResultError(f"a sweep needs at least {min_levels} concurrency levels to find a knee; "
                                    f"got {len(by_level)} ({only})")
     return [by_level[c] for c in sorted(by_level)]
+
+
+def sweep_notes(results: list[BenchResult]) -> list[str]:
+    """Things about a sweep that make its figures less comparable, for the report (not errors)."""
+    notes = []
+    failed = [f"{r.concurrency} ({r.failed} of {r.completed + r.failed})" for r in results if r.failed]
+    if failed:
+        notes.append("failed requests at concurrency " + ", ".join(failed) + ": throughput counts completed ones only")
+    paced = [str(r.concurrency) for r in results if r.request_rate not in (None, "inf")]
+    if paced:
+        notes.append("a finite --request-rate at concurrency " + ", ".join(paced)
+                     + ": the level may not have reached its concurrency")
+    models = sorted({r.model_id for r in results if r.model_id})
+    if len(models) > 1:
+        notes.append("results of different models: " + ", ".join(models))
+    shapes = {(round(r.mean_input_tokens), round(r.mean_output_tokens)) for r in results}
+    if len(shapes) > 1:
+        notes.append("request shapes differ between levels (mean input/output tokens: "
+                     + ", ".join(f"{i}/{o}" for i, o in sorted(shapes)) + ")")
+    return notes
