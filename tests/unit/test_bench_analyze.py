@@ -77,3 +77,14 @@ def test_analysis_flags_override_the_plan(plan_8b):
     assert a.slo.concurrency == 16
     assert [c.label for c in a.costs] == ["knee", "SLO limit"]
     assert a.price.capacity_type == "reserved" and a.price.usd_per_hour == 50
+
+
+def test_disaggregated_plan_prices_both_pools(cli, plan_json, tmp_path):
+    d = plan_json("--model", "qwen3-8b", "--instance", "g6.8xlarge", "--topology", "disaggregated",
+                  "--prefill-replicas", "2", "--decode-replicas", "3")
+    plan = Plan.from_summary(d)
+    a = analyze([str(CPU_SWEEP)], plan=plan)
+    assert a.replicas == 3
+    assert a.price.usd_per_hour == pytest.approx(plan.cost.cost_per_hour_usd * 5)
+    seqs = next(x for x in a.comparison if x.name == "knee per replica / max_num_seqs")
+    assert seqs.estimate == plan.decode.max_num_seqs and "decode pool" in seqs.compares

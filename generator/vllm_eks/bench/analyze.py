@@ -68,6 +68,12 @@ def load_plan(path: str) -> Plan:
         raise InvalidOptionError(f"--plan {path}: {where}: {err['msg']}") from None
 
 
+def serving_replicas(plan: Plan) -> int:
+    """Model copies that share the measured concurrency: the decode pods of a disaggregated
+    deployment, else the Plan's replicas."""
+    return plan.decode.replicas if plan.decode else plan.layout.replicas
+
+
 def _level(r: BenchResult) -> Level:
     return Level(concurrency=r.concurrency, output_tokens_per_s=r.output_throughput,
                  requests_per_s=r.request_throughput, total_tokens_per_s=r.total_token_throughput,
@@ -84,9 +90,11 @@ def analyze(paths: list[str], plan: Plan | None = None, plan_path: str | None = 
     Plan's (else 1): the number of model copies behind the measured endpoint."""
     sweep = results if results is not None else load_sweep(paths)
     if replicas is None:
-        replicas = plan.layout.replicas if plan else 1
+        replicas = serving_replicas(plan) if plan else 1
     if replicas < 1:
         raise InvalidOptionError(f"--replicas must be >= 1, got {replicas}")
+    # disaggregated: requests end on the decode pods, but the prefill pods are paid for too
+    priced = replicas + (plan.prefill.replicas if plan and plan.prefill and plan.decode else 0)
     knee = find_knee(sweep, criteria)
     by_level = {r.concurrency: r for r in sweep}
 
@@ -97,7 +105,7 @@ def analyze(paths: list[str], plan: Plan | None = None, plan_path: str | None = 
     slo = slo_limit(sweep, ttft, tpot) if ttft is not None and tpot is not None else None
 
     price = resolve_price(price_per_hour, capacity_type, plan.cost.cost_per_hour_usd if plan else None,
-                          replicas, f"{plan_path or 'plan'} cost_per_hour_usd")
+                          priced, f"{plan_path or 'plan'} cost_per_hour_usd")
     costs: list[PointCost] = []
     if price is not None:
         costs.append(point_cost("knee", by_level[knee.concurrency], price))

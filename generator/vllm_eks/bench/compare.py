@@ -57,8 +57,10 @@ def compare(plan: Plan, results: list[BenchResult], knee: int, replicas: int) ->
                       f"measured p99 TTFT at the knee ({knee}) vs the Plan's TTFT SLO: above 1 the TTFT alert "
                       "would fire at the knee"))
     per_replica = knee / replicas
-    out.append(_ratio("knee per replica / max_num_seqs", per_replica, plan.engine.max_num_seqs, "sequences",
-                      f"measured knee per replica ({knee} / {replicas} replica(s)) vs the Plan's max_num_seqs: "
+    seqs = plan.decode.max_num_seqs if plan.decode else plan.engine.max_num_seqs
+    out.append(_ratio("knee per replica / max_num_seqs", per_replica, seqs, "sequences",
+                      f"measured knee per replica ({knee} / {replicas} replica(s)) vs the Plan's max_num_seqs"
+                      + (" of the decode pool" if plan.decode else "") + ": "
                       "below 1 the engine admits more sequences than it serves well"))
     shape = at_knee.mean_input_tokens + at_knee.mean_output_tokens
     kv_room = plan.memory.kv_cache_tokens / shape if shape > 0 else None
