@@ -70,11 +70,12 @@ def test_sweep_notes(tmp_path):
 
     assert sweep_notes(load_sweep([str(CPU_SWEEP)])) == []
     rows = [result_dict(1, 10.0), {**result_dict(2, 19.0), "failed": 3, "request_rate": 4.0, "model_id": "other"},
-            {**result_dict(4, 30.0, output_len=64)}]
+            {**result_dict(4, 30.0, output_len=64)}, result_dict(200, 40.0)]
     for i, d in enumerate(rows):
         (tmp_path / f"{i}.json").write_text(json.dumps(d))
     notes = sweep_notes(load_sweep([str(tmp_path)]))
     assert notes[0].startswith("failed requests at concurrency 2 (3 of 103)")
     assert "finite --request-rate at concurrency 2" in notes[1]
-    assert notes[2] == "results of different models: other, synthetic/model"
-    assert "256/64, 256/128" in notes[3]
+    assert notes[2] == "fewer requests than the concurrency at 200 (100 requests): the level never ran full"
+    assert notes[3] == "results of different models: other, synthetic/model"
+    assert "256/64, 256/128" in notes[4]

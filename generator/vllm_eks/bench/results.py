@@ -155,6 +155,10 @@ def sweep_notes(results: list[BenchResult]) -> list[str]:
     if paced:
         notes.append("a finite --request-rate at concurrency " + ", ".join(paced)
                      + ": the level may not have reached its concurrency")
+    short = [f"{r.concurrency} ({r.completed + r.failed} requests)" for r in results
+             if r.completed + r.failed < r.concurrency]
+    if short:
+        notes.append("fewer requests than the concurrency at " + ", ".join(short) + ": the level never ran full")
     models = sorted({r.model_id for r in results if r.model_id})
     if len(models) > 1:
         notes.append("results of different models: " + ", ".join(models))
