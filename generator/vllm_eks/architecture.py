@@ -1,14 +1,16 @@
 """Architecture facts of a model, read from a Hugging Face `config.json` dictionary.
 
 Only what the memory model needs: layer count and shapes, attention kind (MHA/GQA or MLA),
-which layers use a sliding window, mixture-of-experts sizes, and the checkpoint's precision."""
+which layers use a sliding window or chunked local attention, mixture-of-experts sizes, and the
+checkpoint's precision. What the sizing does not model (state-space and linear-attention layers,
+DeepSeek-V3.2's sparse-attention indexer) is refused by name (`refuse_unmodelled`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ModelConfigError
+from .errors import ModelConfigError, UnsupportedArchitectureError
 
 # torch dtype names as config.json writes them -> bytes per element
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
@@ -22,6 +24,12 @@ class MoE:
     shared_expert_intermediate_size: int = 0
     dense_layers: int = 0  # leading layers with a dense MLP (DeepSeek first_k_dense_replace)
     dense_intermediate_size: int = 0
+    # MoE only in every layer_step-th layer, a dense MLP of dense_intermediate_size in the others
+    # (Llama 4 interleave_moe_layer_step; vllm/model_executor/models/llama4.py Llama4DecoderLayer)
+    layer_step: int = 1
+
+    def is_moe_layer(self, index: int) -> bool:
+        return index >= self.dense_layers and (index + 1) % self.layer_step == 0
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,8 @@ class Architecture:
     attention_bias: bool = False
     # window size per layer, None for full attention; length num_layers
     layer_windows: tuple[int | None, ...] = ()
+    # attention chunk per layer for chunked local attention (Llama 4), None for other layers
+    layer_chunks: tuple[int | None, ...] = ()
     moe: MoE | None = None
     mla: MLA | None = None
     quantization: Quantization | None = None
@@ -70,10 +80,21 @@ class Architecture:
     def has_sliding_window(self) -> bool:
         return any(w is not None for w in self.layer_windows)
 
+    @property
+    def has_chunked_attention(self) -> bool:
+        return any(c is not None for c in self.layer_chunks)
+
 
 # Fields some config.json files leave to the transformers config class's defaults.
 CLASS_DEFAULTS = {
-    "gemma3_text": {"vocab_size": 262208, "max_position_embeddings": 131072},
+    # Gemma3TextConfig: without layer_types every 6th layer is global, the others slide
+    "gemma3_text": {"vocab_size": 262208, "max_position_embeddings": 131072, "sliding_window_pattern": 6},
+    # Gemma2Config: without layer_types sliding and global layers alternate
+    "gemma2": {"sliding_window_pattern": 2},
+    # transformers Llama4TextConfig (models/llama4/configuration_llama4.py): the keys that shape
+    # the layers; vLLM reads the config object, so these defaults are what it runs with
+    "llama4_text": {"attention_chunk_size": 8192, "interleave_moe_layer_step": 1,
+                    "intermediate_size_mlp": 16384, "no_rope_layer_interval": 4},
 }
 
 
@@ -152,15 +173,27 @@ def _quantization(cfg: dict, where: str) -> Quantization | None:
         "(valid: fp8, fbgemm_fp8, awq, gptq, mxfp4, compressed-tensors)")
 
 
-def _layer_windows(cfg: dict, num_layers: int, where: str) -> tuple[int | None, ...]:
+# layer_types values the sizing models; others are refused by name (refuse_unmodelled)
+ATTENTION_LAYER_TYPES = ("full_attention", "sliding_attention")
+
+
+def _layer_windows(cfg: dict, num_layers: int, where: str, llama4: bool = False) -> tuple[int | None, ...]:
     # null (or absent) means no sliding window; a window is a positive number of tokens. Some
     # tools write -1 or 0 for "none", which transformers does not: refused rather than guessed.
     window = _get(cfg, "sliding_window", where, required=False, default=None)
     layer_types = _get(cfg, "layer_types", where, kind=list, required=False, default=None)
+    if llama4:
+        # vLLM's Llama 4 reads no_rope_layers, not layer_types (_layer_chunks); no sliding window
+        return (None,) * num_layers
     if layer_types:
         if len(layer_types) != num_layers or not all(isinstance(t, str) for t in layer_types):
             raise ModelConfigError(
                 f"{where}: 'layer_types' must list one attention type name per layer ({num_layers})")
+        if "chunked_attention" in layer_types:
+            raise UnsupportedArchitectureError(
+                f"{where}: field 'layer_types' has 'chunked_attention' layers, which vLLM 0.32 builds only in its "
+                "Llama 4 model (vllm/model_executor/models/llama4.py); supported here: chunked local attention "
+                "of Llama 4 configs, full and sliding-window attention of others")
         if any(t == "sliding_attention" for t in layer_types) and not window:
             raise ModelConfigError(f"{where}: 'layer_types' has sliding layers but no 'sliding_window'")
         return tuple(window if t == "sliding_attention" else None for t in layer_types)
@@ -173,6 +206,33 @@ def _layer_windows(cfg: dict, num_layers: int, where: str) -> tuple[int | None, 
         # every pattern-th layer is global, the others slide (Gemma 2/3)
         return tuple(None if (i + 1) % pattern == 0 else window for i in range(num_layers))
     return (window,) * num_layers
+
+
+def _is_llama4(cfg: dict, archs: list) -> bool:
+    """vLLM builds chunked local attention only in its Llama 4 model
+    (vllm/model_executor/models/llama4.py); other models' attention_chunk_size is not read there."""
+    return (str(cfg.get("model_type")) in ("llama4", "llama4_text")
+            or any(isinstance(a, str) and a.startswith("Llama4") for a in archs))
+
+
+def _layer_chunks(cfg: dict, num_layers: int, where: str) -> tuple[int | None, ...]:
+    """Llama 4's chunked local attention, as vLLM 0.32 builds it (llama4.py Llama4Attention): a
+    layer with no_rope_layers[i] == 0 is a global (NoPE) full-attention layer; every other layer
+    attends within chunks of attention_chunk_size tokens (ChunkedLocalAttention). An empty or
+    absent no_rope_layers becomes transformers' default: every no_rope_layer_interval-th layer
+    global (Llama4TextConfig.__post_init__)."""
+    chunk = _get(cfg, "attention_chunk_size", where, required=False, default=None)
+    if chunk is None:
+        return ()
+    nope = _get(cfg, "no_rope_layers", where, kind=list, required=False, default=None)
+    if not nope:
+        interval = _get(cfg, "no_rope_layer_interval", where, required=False, default=4)
+        return tuple(None if (i + 1) % interval == 0 else chunk for i in range(num_layers))
+    if len(nope) < num_layers or not all(type(v) is int and v in (0, 1) for v in nope):
+        raise ModelConfigError(
+            f"{where}: 'no_rope_layers' must hold a 0 (global layer) or 1 (chunked layer) for each of the "
+            f"{num_layers} layers, got {_shown(nope)}")
+    return tuple(None if nope[i] == 0 else chunk for i in range(num_layers))
 
 
 def _vision_params(cfg: dict) -> int:
@@ -205,14 +265,14 @@ def _text_config(top: dict) -> dict:
 
 
 def _mla(cfg: dict, where: str) -> MLA | None:
-    if not cfg.get("kv_lora_rank"):
+    if cfg.get("kv_lora_rank") is None:
         return None
     return MLA(kv_lora_rank=_get(cfg, "kv_lora_rank", where), qk_rope_head_dim=_get(cfg, "qk_rope_head_dim", where),
                qk_nope_head_dim=_get(cfg, "qk_nope_head_dim", where), v_head_dim=_get(cfg, "v_head_dim", where),
                q_lora_rank=_get(cfg, "q_lora_rank", where, required=False, default=None))
 
 
-def _moe(cfg: dict, where: str, num_layers: int) -> MoE | None:
+def _moe(cfg: dict, where: str, num_layers: int, llama4: bool = False) -> MoE | None:
     key = next((k for k in ("num_local_experts", "num_experts", "n_routed_experts") if cfg.get(k)), None)
     if key is None:
         return None
@@ -222,6 +282,19 @@ def _moe(cfg: dict, where: str, num_layers: int) -> MoE | None:
         raise ModelConfigError(
             f"{where}: num_experts_per_tok ({per_tok}) exceeds the {n_experts} experts ('{key}')")
     intermediate = _get(cfg, "intermediate_size", where, required=False, default=None)
+    if llama4:
+        # vllm/model_executor/models/llama4.py: Llama4MoE has the routed experts and one shared
+        # expert, both of intermediate_size; a layer is MoE when (index + 1) is a multiple of
+        # interleave_moe_layer_step, the others have a dense MLP of intermediate_size_mlp
+        # (vLLM reads interleave_moe_layer_step, not transformers' moe_layers list)
+        if not intermediate:
+            raise ModelConfigError(f"{where}: missing required field 'intermediate_size'")
+        step = _get(cfg, "interleave_moe_layer_step", where, required=False, default=1)
+        if step > num_layers:
+            raise ModelConfigError(
+                f"{where}: interleave_moe_layer_step ({step}) exceeds num_hidden_layers ({num_layers})")
+        mlp = _get(cfg, "intermediate_size_mlp", where, required=step > 1, default=0)
+        return MoE(n_experts, per_tok, intermediate, intermediate, 0, mlp, layer_step=step)
     expert_inter = _get(cfg, "moe_intermediate_size", where, required=False, default=None) or intermediate
     if not expert_inter:
         raise ModelConfigError(f"{where}: MoE model needs 'moe_intermediate_size' or 'intermediate_size'")
@@ -236,12 +309,126 @@ def _moe(cfg: dict, where: str, num_layers: int) -> MoE | None:
     return MoE(n_experts, per_tok, expert_inter, shared, dense_layers, intermediate or 0)
 
 
+# vLLM 0.32's model classes that keep a recurrent state per sequence: those whose class implements
+# IsHybrid (attention plus state-space or linear-attention layers) or IsAttentionFree (no
+# attention at all), vllm/model_executor/models/interfaces.py, as registered by name in
+# vllm/model_executor/models/registry.py (classes under vllm/model_executor/models/ and vllm/models/). Their state layers get a MambaSpec
+# (vllm/v1/kv_cache_interface.py): a fixed-size state per sequence, padded to the attention
+# layers' page size by the hybrid allocator.
+HYBRID_ARCHITECTURES = frozenset({
+    "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM", "BailingMoeV3VLForConditionalGeneration",
+    "FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM", "InternS2MobiusForConditionalGeneration",
+    "InternS2PreviewForConditionalGeneration", "JambaForCausalLM", "JambaForSequenceClassification",
+    "KimiLinearForCausalLM", "Lfm2ForCausalLM", "Lfm2MoeForCausalLM", "Lfm2VlForConditionalGeneration",
+    "MiniCPMV4_6ForConditionalGeneration", "MiniCPMV4_7ForConditionalGeneration", "NemotronHForCausalLM",
+    "NemotronHPuzzleForCausalLM", "NemotronH_Nano_VL_V2", "NemotronH_Nano_Omni_Reasoning_V3",
+    "NemotronH_Omni_Reasoning_V3", "NemotronH_Super_Omni_Reasoning_V3", "OlmoHybridForCausalLM",
+    "Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM",
+    "Qwen3_5MoeForConditionalGeneration", "Zamba2ForCausalLM", "KimiK3ForConditionalGeneration",
+    "Qwen4ExpForCausalLM", "Qwen4ExpForConditionalGeneration", "Glm5NextForCausalLM",
+    "Glm5NextForConditionalGeneration",
+    # removed from vLLM before 0.32 (registry.py _PREVIOUSLY_SUPPORTED_MODELS) but still hybrid
+    "BambaForCausalLM", "MiniMaxText01ForCausalLM", "MiniMaxM1ForCausalLM", "Plamo2ForCausalLM",
+    "Phi4FlashForCausalLM",
+})
+# vLLM 0.32 model classes under vllm/models/ whose layers build KV cache specs of their own
+# (compressed or sparse MLA, circular buffers, indexer caches: their get_kv_cache_spec)
+MODEL_SPECIFIC_KV_ARCHITECTURES = {
+    "DeepseekV4ForCausalLM": "vllm/models/deepseek_v4", "DeepseekV4ForConditionalGeneration": "vllm/models/deepseek_v4",
+    "DeepseekV41ForCausalLM": "vllm/models/deepseek_v41", "MiniMaxM3SparseForCausalLM": "vllm/models/minimax_m3",
+    "MiniMaxM3SparseForConditionalGeneration": "vllm/models/minimax_m3", "HYV4ForCausalLM": "vllm/models/hy_v4",
+    "InklingForCausalLM": "vllm/models/inkling", "InklingForConditionalGeneration": "vllm/models/inkling",
+    "Dots3NoteForCausalLM": "vllm/models/dots3_note",
+}
+ATTENTION_FREE_ARCHITECTURES = frozenset({"MambaForCausalLM", "Mamba2ForCausalLM", "FalconMambaForCausalLM"})
+# model_type values of the same families (transformers config classes), for files without 'architectures'
+STATE_MODEL_TYPES = frozenset({
+    "mamba", "mamba2", "falcon_mamba", "jamba", "bamba", "zamba", "zamba2", "nemotron_h", "granitemoehybrid",
+    "falcon_h1", "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "lfm2", "lfm2_moe", "kimi_linear", "minimax",
+    "plamo2", "olmo_hybrid",
+})
+# fields that only state-space / linear-attention configs carry (Jamba attn_layer_period and
+# mamba_*; Nemotron-H hybrid_override_pattern; Zamba2/Jamba layers_block_type; Qwen3-Next and
+# Qwen3.5 full_attention_interval and linear_*; Mamba ssm_cfg / Mamba2 state_size with conv_kernel)
+LINEAR_FIELDS = ("full_attention_interval", "linear_num_key_heads", "linear_num_value_heads",
+                 "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim")
+STATE_FIELDS = ("hybrid_override_pattern", "layers_block_type", "attn_layer_period", "attn_layer_offset",
+                *LINEAR_FIELDS, "ssm_cfg", "ssm_state_size")
+STATE_PREFIXES = ("mamba_", "mamba2_", "ssm_")
+SUPPORTED = ("supported: transformers whose every layer is full, sliding-window or chunked-local (Llama 4) "
+             "attention, or MLA without an indexer (DeepSeek-V2/V3)")
+STATE_WHAT = ("vLLM 0.32 keeps a fixed-size recurrent state per sequence for those layers (MambaSpec, "
+              "vllm/v1/kv_cache_interface.py) beside the attention KV cache, which this sizing does not model")
+
+
+def _state_field(cfg: dict) -> str | None:
+    for key in STATE_FIELDS:
+        if cfg.get(key) not in (None, False, [], ""):
+            return key
+    for key in sorted(cfg):
+        if isinstance(key, str) and key.startswith(STATE_PREFIXES) and cfg[key] not in (None, False, [], ""):
+            return key
+    if cfg.get("state_size") is not None and cfg.get("conv_kernel") is not None:
+        return "state_size"
+    return None
+
+
+def refuse_unmodelled(top: dict, cfg: dict, where: str) -> None:
+    """Refuse, by the config field that shows it, an architecture the sizing does not model,
+    instead of sizing it as a plain transformer (or failing on an unrelated missing field)."""
+    layer_types = cfg.get("layer_types")
+    if isinstance(layer_types, list):
+        odd = sorted({t for t in layer_types if isinstance(t, str)} - set(ATTENTION_LAYER_TYPES) - {"chunked_attention"},
+                     key=lambda t: ("attention" in t and "linear" not in t, t))
+        if odd:
+            kind = ("Gated DeltaNet / linear-attention" if any("linear" in t for t in odd)
+                    else "state-space (Mamba) or convolution")
+            raise UnsupportedArchitectureError(
+                f"{where}: field 'layer_types' has {', '.join(repr(t) for t in odd[:3])} layers ({kind}): "
+                f"{STATE_WHAT}; {SUPPORTED}")
+    for d in (cfg, top):
+        key = _state_field(d)
+        if key is not None:
+            kind = "linear-attention (Gated DeltaNet)" if key in LINEAR_FIELDS else "state-space (Mamba)"
+            raise UnsupportedArchitectureError(
+                f"{where}: field '{key}' marks {kind} layers: {STATE_WHAT}; {SUPPORTED}")
+    for d in (cfg, top):
+        mt = d.get("model_type")
+        if isinstance(mt, str) and mt in STATE_MODEL_TYPES:
+            raise UnsupportedArchitectureError(
+                f"{where}: field 'model_type' is '{mt}', a state-space or linear-attention hybrid: {STATE_WHAT}; {SUPPORTED}")
+    for d in (cfg, top):
+        archs = d.get("architectures")
+        if isinstance(archs, list):
+            for a in archs:
+                if a in HYBRID_ARCHITECTURES or a in ATTENTION_FREE_ARCHITECTURES:
+                    kind = "has no attention layers" if a in ATTENTION_FREE_ARCHITECTURES else "is a hybrid model"
+                    raise UnsupportedArchitectureError(
+                        f"{where}: field 'architectures' names {a}, which in vLLM 0.32 {kind}: {STATE_WHAT}; {SUPPORTED}")
+                if a in MODEL_SPECIFIC_KV_ARCHITECTURES:
+                    raise UnsupportedArchitectureError(
+                        f"{where}: field 'architectures' names {a}, whose layers build KV cache specs of their own in "
+                        f"vLLM 0.32 ({MODEL_SPECIFIC_KV_ARCHITECTURES[a]}: compressed or sparse attention caches) that "
+                        f"this sizing does not model; {SUPPORTED}")
+    for key in ("index_topk", "index_head_dim", "index_n_heads"):
+        if key in cfg:
+            # vLLM 0.32: DeepseekV32ForCausalLM and GlmMoeDsaForCausalLM (vllm/models/deepseek_v32/attention.py)
+            # and DeepseekV2's is_v32 = hasattr(config, "index_topk") build the indexer cache
+            raise UnsupportedArchitectureError(
+                f"{where}: field '{key}' marks DeepSeek-V3.2 sparse attention: vLLM 0.32 keeps a second cache per "
+                "layer for its indexer keys (DeepseekV32IndexerCache, an MLAAttentionSpec of index_head_dim values "
+                "per token, vllm/model_executor/models/deepseek_v2.py, used by vllm/models/deepseek_v32) that this "
+                "sizing does not count; "
+                "supported: MLA without an indexer (DeepSeek-V2/V3/R1)")
+
+
 def parse_config(cfg: Any, name: str) -> Architecture:
     """Architecture from a config.json dictionary; errors name the file and the field."""
     where = name
     if not isinstance(cfg, dict):
         raise ModelConfigError(f"{where}: config.json must be a JSON object")
     top, cfg = cfg, _text_config(cfg)
+    refuse_unmodelled(top, cfg, where)
     hidden = _get(cfg, "hidden_size", where)
     layers = _get(cfg, "num_hidden_layers", where)
     heads = _get(cfg, "num_attention_heads", where)
@@ -260,17 +447,18 @@ def parse_config(cfg: Any, name: str) -> Architecture:
     if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
         raise ModelConfigError(f"{where}: torch_dtype '{dtype}' is not one of {sorted(DTYPE_BYTES)}")
 
-    mla = _mla(cfg, where)
-    moe = _moe(cfg, where, layers)
-    if moe is not None:
-        intermediate = cfg.get("intermediate_size") or moe.expert_intermediate_size
-    else:
-        intermediate = _get(cfg, "intermediate_size", where)
-
     archs = (_get(cfg, "architectures", where, kind=list, required=False, default=None)
              or _get(top, "architectures", where, kind=list, required=False, default=[]))
     if not all(isinstance(x, str) for x in archs):
         raise ModelConfigError(f"{where}: 'architectures' must list class names (strings)")
+    llama4 = _is_llama4(cfg, archs)
+
+    mla = _mla(cfg, where)
+    moe = _moe(cfg, where, layers, llama4)
+    if moe is not None:
+        intermediate = cfg.get("intermediate_size") or moe.expert_intermediate_size
+    else:
+        intermediate = _get(cfg, "intermediate_size", where)
     model_type = (_get(cfg, "model_type", where, kind=str, required=False, default=None)
                   or _get(top, "model_type", where, kind=str, required=False, default=None) or "unknown")
     top_type = top.get("model_type") if isinstance(top.get("model_type"), str) else model_type
@@ -292,7 +480,8 @@ def parse_config(cfg: Any, name: str) -> Architecture:
         tie_word_embeddings=ties,
         checkpoint_dtype=dtype,
         attention_bias=_get(cfg, "attention_bias", where, kind=bool, required=False, default=model_type == "qwen2"),
-        layer_windows=_layer_windows(cfg, layers, where),
+        layer_windows=_layer_windows(cfg, layers, where, llama4),
+        layer_chunks=_layer_chunks(cfg, layers, where) if llama4 else (),
         moe=moe,
         mla=mla,
         quantization=_quantization(top, where),

@@ -113,8 +113,10 @@ def memory_plan(a: Architecture, hw: Hardware, p: Precisions, b: Budget, max_mod
           "KV heads are replicated when fewer than TP ranks; MLA latents are not split by TP")
     if len(lay.groups) > 1:
         d.add("kv_cache_groups", f"{len(lay.groups)} groups of {lay.group_size} layers",
-              ", ".join(f"{n} {'full' if w is None else f'window {w}'}" for n, w in lay.groups),
-              "vLLM hybrid allocator: sliding-window layers keep at most window + batch tokens")
+              ", ".join(f"{n} {kvcache.describe(w)}" for n, w in lay.groups),
+              "vLLM hybrid allocator: sliding-window layers keep at most window + batch tokens"
+              + (", chunked local attention layers one chunk + batch tokens"
+                 if any(isinstance(w, kvcache.Chunk) for _, w in lay.groups) else ""))
     _available_derivations(d, hw, s, worst)
     block_bytes = lay.bytes_per_token_per_layer * s.block_size * lay.group_size
     d.add("kv_cache_blocks", f"{cap.num_blocks:,}",

@@ -76,9 +76,15 @@ def _fail(message: str) -> None:
     sys.exit(1)
 
 
+# Options fields set by a flag of another name (--gateway NAME/NAMESPACE sets two).
+_FIELD_FLAGS = {"gateway_name": "--gateway", "gateway_namespace": "--gateway"}
+
+
 def _flag_of(field: str, command: click.Command | None) -> str:
     """The command-line flag that sets a request or options field (`kv_cache_memory_gib` is
     --kv-cache-memory), so a validation error names what the user typed."""
+    if field in _FIELD_FLAGS:
+        return _FIELD_FLAGS[field]
     for param in command.params if command else ():
         if param.name == field and isinstance(param, click.Option):
             return max(param.opts, key=len)
@@ -158,21 +164,38 @@ def explain(**kwargs) -> None:
 @click.option("--capacity-reservation-id", "capacity_reservation_ids", multiple=True, help="ODCR or Capacity Block id (repeatable).")
 @click.option("--placement-group", help="EC2 placement group for EFA pools: an id when it is pg- and 17 hex digits, otherwise a name.")
 @click.option("--prometheus-release-label", default="kube-prometheus-stack", show_default=True, help="`release` label the Prometheus operator selects monitors and rules by.")
+@click.option("--routing", type=click.Choice(["service", "gateway", "alb"]), default="service", show_default=True,
+              help="How requests reach the servers: the chart's Service; gateway: an InferencePool with the Gateway API "
+                   "Inference Extension's endpoint picker behind an existing Gateway (not on Ray topologies); alb: an "
+                   "ALB Ingress (AWS Load Balancer Controller) with the Plan's idle timeout.")
+@click.option("--gateway", help="With --routing gateway: the Gateway the HTTPRoute attaches to, NAME or NAME/NAMESPACE.")
+@click.option("--alb-certificate-arn", help="With --routing alb: ACM certificate ARN of the HTTPS listener.")
+@click.option("--alb-scheme", type=click.Choice(["internal", "internet-facing"]), default="internal", show_default=True,
+              help="With --routing alb: the load balancer's scheme.")
+@click.option("--api-key-secret", help="Existing Secret whose key api-key holds the API key vLLM requires on /v1 "
+                                       "(VLLM_API_KEY; not on Ray topologies).")
 def values(out_dir: str, **kwargs) -> None:
     """Write values for every chart, plan.json and a README into --out."""
     from .emit import write_scenario
     from .chart_values.options import ValuesOptions
+    from .chart_values.routing_builder import check_routing
 
     if not out_dir.strip():
         _fail("--out is empty: give the folder to write the values files into")
 
     p = make_plan(_request(kwargs))
-    opts = {k: v for k, v in kwargs.items() if k in ValuesOptions.model_fields and v not in (None, ())}
+    opts = {k: v for k, v in kwargs.items()
+            if (k in ValuesOptions.model_fields or k == "gateway") and v not in (None, ())}
     if "model_source_kind" not in opts:
         opts["model_source_kind"] = model_source_kind(kwargs.get("model_source"))
     if opts.get("hf_token_secret") == "":
         opts["hf_token_secret"] = None
+    gateway = opts.pop("gateway", None)
+    if gateway is not None:
+        name, _, namespace = gateway.partition("/")
+        opts["gateway_name"], opts["gateway_namespace"] = name, namespace or None
     options = ValuesOptions(**opts)
+    check_routing(p, options)
     command = _command_line(click.get_current_context())
     written = write_scenario(p, options, Path(out_dir), command, report.scenario_readme(p, command))
     for path in written:

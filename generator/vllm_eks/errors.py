@@ -18,6 +18,11 @@ class ModelConfigError(VllmEksError):
     """A config.json that is missing, unreadable or lacks a required field."""
 
 
+class UnsupportedArchitectureError(ModelConfigError):
+    """A config.json of an architecture the sizing does not model (state-space or linear-attention
+    layers, DeepSeek-V3.2's indexer): refused by name rather than sized as something else."""
+
+
 class InvalidOptionError(VllmEksError):
     """A flag value that is out of range or conflicts with another flag."""
 

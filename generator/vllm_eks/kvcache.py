@@ -5,7 +5,13 @@ an MLA layer stores one latent vector (kv_lora_rank + qk_rope_head_dim), replica
 tensor-parallel rank. Memory is cut into blocks of `block_size` tokens. Layers of different
 attention kinds (full vs sliding window) form KV cache groups that share one pool of blocks
 (vllm/v1/core/kv_cache_utils.py): the pool holds `available // (page_size * group_size)`
-blocks, where group_size is the number of layers in a group."""
+blocks, where group_size is the number of layers in a group.
+
+Llama 4's chunked local attention layers form groups of their own (ChunkedLocalAttentionSpec,
+vllm/v1/kv_cache_interface.py): vLLM 0.32 keeps the hybrid allocator on for them on GPUs
+(VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 1, vllm/envs.py; vllm/config/
+vllm.py turns the allocator off only when that is 0, with EAGLE speculative decoding, or on a
+platform without hybrid KV cache support such as the CPU build)."""
 
 from __future__ import annotations
 
@@ -16,11 +22,31 @@ from functools import lru_cache
 from .architecture import Architecture
 
 
+@dataclass(frozen=True, order=True)
+class Chunk:
+    """The kind of a chunked local attention group: attention within chunks of `size` tokens."""
+
+    size: int
+
+    def __str__(self) -> str:
+        return f"chunk {self.size}"
+
+
+# a KV cache group's kind: None for full attention, an int for a sliding window, a Chunk for
+# chunked local attention
+Kind = int | Chunk | None
+
+
+def describe(kind: Kind) -> str:
+    return "full" if kind is None else (str(kind) if isinstance(kind, Chunk) else f"window {kind}")
+
+
 @dataclass(frozen=True)
 class KVLayout:
     bytes_per_token_per_layer: int
-    # layer count per KV cache group and the group's window (None = full attention)
-    groups: tuple[tuple[int, int | None], ...]
+    # layer count per KV cache group and the group's kind (None = full attention, int = sliding
+    # window, Chunk = chunked local attention)
+    groups: tuple[tuple[int, Kind], ...]
     group_size: int           # layers per group (groups are padded to this many)
     layers_on_rank: int
 
@@ -47,8 +73,11 @@ def bytes_per_token_per_layer(a: Architecture, tp: int, kv_dtype_bytes: int) -> 
 
 @lru_cache(maxsize=4096)
 def layout(a: Architecture, tp: int, layers: range, kv_dtype_bytes: int) -> KVLayout:
-    windows = [a.layer_windows[i] if a.layer_windows else None for i in layers]
-    by_kind: dict[int | None, int] = {}
+    windows: list[Kind] = [a.layer_windows[i] if a.layer_windows else None for i in layers]
+    if a.layer_chunks:
+        windows = [Chunk(a.layer_chunks[i]) if a.layer_chunks[i] is not None else w
+                   for i, w in zip(layers, windows)]
+    by_kind: dict[Kind, int] = {}
     for w in windows:
         by_kind[w] = by_kind.get(w, 0) + 1
     if len(by_kind) == 1:
@@ -61,11 +90,17 @@ def layout(a: Architecture, tp: int, layers: range, kv_dtype_bytes: int) -> KVLa
         smallest, largest = min(by_kind.values()), max(by_kind.values())
         group_size = largest if largest < smallest * 1.5 else smallest
         grouped = []
-        for w, n in sorted(by_kind.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0)):
+        for w, n in sorted(by_kind.items(), key=lambda kv: _order(kv[0])):
             full, rest = divmod(n, group_size)
             grouped += [(group_size, w)] * full + ([(rest, w)] if rest else [])
         groups = tuple(grouped)
     return KVLayout(bytes_per_token_per_layer(a, tp, kv_dtype_bytes), groups, group_size, len(windows))
+
+
+def _order(kind: Kind) -> tuple[int, int]:
+    if kind is None:
+        return (0, 0)
+    return (2, kind.size) if isinstance(kind, Chunk) else (1, kind)
 
 
 @dataclass(frozen=True)
@@ -85,10 +120,14 @@ def in_flight_tokens(max_num_batched_tokens: int, pp: int, async_scheduling: boo
     return max_num_batched_tokens * (2 if pp == 1 and async_scheduling else pp)
 
 
-def blocks_for_request(group_window: int | None, max_model_len: int, block_size: int,
+def blocks_for_request(group_window: Kind, max_model_len: int, block_size: int,
                        in_flight: int) -> int:
     if group_window is None:
         return math.ceil(max_model_len / block_size)
+    if isinstance(group_window, Chunk):
+        # ChunkedLocalAttentionSpec.max_admission_blocks_per_request (0.32): one chunk plus the
+        # in-flight tokens, no extra block (chunks start at multiples of the chunk size)
+        return math.ceil(min(group_window.size + in_flight, max_model_len) / block_size)
     # sliding window: SlidingWindowSpec.max_admission_blocks_per_request (+1: the window may
     # start inside a block)
     tokens = min(group_window - 1 + in_flight, max_model_len)

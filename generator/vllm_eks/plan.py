@@ -2,8 +2,8 @@
 
 The Plan is composed of sections, each produced with its own derivations by the module that
 computes it (node: hardware, layout and engine: planner, memory: budget, pod: sizing, pool and
-cost: pools, slo: latency). `explain` prints it, the chart-values builders read it; nothing
-recomputes a number elsewhere. `json_summary` is the stable flat form users' scripts read."""
+cost: pools, slo: latency, routing: routing_plan). `explain` prints it, the chart-values builders
+read it; nothing recomputes a number elsewhere. `json_summary` is the stable flat form users' scripts read."""
 
 from __future__ import annotations
 
@@ -149,8 +149,35 @@ class PhasePlan(Section):
     settings: EngineSettings = Field(description="vLLM EngineArgs of this phase (with its KV transfer)")
 
 
-# Sections whose fields print flat at the top of `plan --json`, in this order.
-FLAT_SECTIONS = ("node", "layout", "memory", "engine", "pod", "pool", "slo", "cost")
+class RoutingPlan(Section):
+    """How long one response may take (the request and idle timeouts of the routing in front of
+    the servers) and the sizing of the Gateway API Inference Extension's endpoint picker."""
+
+    decode_tokens_per_second: float = Field(
+        description="Single-request decode rate: one token per memory-bound decode step")
+    longest_stream_seconds: int = Field(
+        description="A full-length response: the TTFT estimate plus max_model_len tokens at the decode rate")
+    request_timeout_seconds: int = Field(
+        description="HTTPRoute timeouts.request and Ray Serve http_options.request_timeout_s")
+    alb_idle_timeout_seconds: int | None = Field(description=(
+        "ALB idle_timeout.timeout_seconds, above longest_stream_seconds and at most 4000; None when a "
+        "full-length response cannot fit in 4000 s (--routing alb is then refused)"))
+    picker_cpu_request_millicores: int
+    picker_memory_request_bytes: int
+    picker_memory_limit_bytes: int
+    picker_prefix_block_size: int = Field(description="prefix-cache-scorer blockSizeTokens (tokens per hashed block)")
+    picker_max_prefix_blocks: int = Field(description="prefix-cache-scorer maxPrefixBlocksToMatch")
+    picker_lru_capacity_per_server: int = Field(description="prefix-cache-scorer lruCapacityPerServer (blocks)")
+
+
+# Sections whose fields print flat at the top of `plan --json`, in this order. `routing` may be
+# missing from a plan.json written before it was planned: Plan.routing is then None.
+FLAT_SECTIONS = ("node", "layout", "memory", "engine", "pod", "pool", "slo", "cost", "routing")
+
+
+def section_type(name: str) -> type[Section]:
+    """The Section class of one of FLAT_SECTIONS (the Plan's `routing` field is optional)."""
+    return RoutingPlan if name == "routing" else Plan.model_fields[name].annotation  # type: ignore[return-value]
 
 
 class Plan(BaseModel):
@@ -170,6 +197,7 @@ class Plan(BaseModel):
     pool: PoolPlan
     slo: SloPlan
     cost: CostPlan
+    routing: RoutingPlan | None = Field(None, description="None only for a plan.json written before routing was planned")
     serve_autoscaling: ServeAutoscaling | None = None
     prefill: PhasePlan | None = None
     decode: PhasePlan | None = None
@@ -182,7 +210,8 @@ class Plan(BaseModel):
     @property
     def derivations(self) -> list[Derivation]:
         extra = [s for s in (self.serve_autoscaling, self.prefill) if s is not None]
-        return [d for s in (*(getattr(self, n) for n in FLAT_SECTIONS), *extra) for d in s.derivations]
+        sections = [getattr(self, n) for n in FLAT_SECTIONS]
+        return [d for s in (*sections, *extra) if s is not None for d in s.derivations]
 
     def serve_args(self, settings: EngineSettings | None = None) -> list[str]:
         """Arguments after `vllm serve MODEL` for these engine settings (default: the Plan's)."""
@@ -204,8 +233,10 @@ class Plan(BaseModel):
         top: dict[str, Any] = {k: summary[k] for k in
                                ("model", "model_source", "served_model_name", "instance", "topology")}
         for name in FLAT_SECTIONS:
-            section = cls.model_fields[name].annotation
+            section = section_type(name)
             fields = {k: summary[k] for k in section.model_fields if k in summary}
+            if name == "routing" and fields.keys() <= {"derivations"}:
+                continue
             if name == "engine":
                 fields["settings"] = summary["engine_settings"]
             top[name] = section(**fields)
@@ -224,7 +255,9 @@ class Plan(BaseModel):
         out: dict[str, Any] = {k: getattr(self, k) for k in
                                ("model", "model_source", "served_model_name", "instance", "topology")}
         for name in FLAT_SECTIONS:
-            out.update(getattr(self, name).model_dump(mode="json", exclude={"settings"}))
+            section = getattr(self, name)
+            if section is not None:
+                out.update(section.model_dump(mode="json", exclude={"settings"}))
         out["engine_args"] = self.engine_args
         out["engine_settings"] = self.engine.settings
         out["serve_autoscaling"] = self.serve_autoscaling.model_dump(mode="json") if self.serve_autoscaling else None

@@ -10,6 +10,7 @@ from .latency import default_slos
 from .plan import Plan
 from .pools import plan_cost, plan_pools
 from .request import PlanRequest, model_source_kind
+from .routing_plan import routing_plan
 from .sizing import size_pod
 
 
@@ -38,8 +39,9 @@ def make_plan(req: PlanRequest) -> Plan:
                       nodes_per_replica=pp, gpus_per_pod=tp, gpus_per_node=dec.hw.gpus_per_node,
                       ephemeral_bytes=pod.ephemeral_storage_bytes, max_num_seqs=seqs,
                       startup_seconds=pod.startup_probe_seconds, local_nvme_bytes=dec.hw.local_nvme_gb * 10**9)
+    slo = default_slos(dec.a, dec.hw, tp, pp, b.weights_total, max_len)
     return Plan(model=dec.model.id, model_source=source, served_model_name=dec.served_model_name,
                 instance=dec.hw.name, topology=topology, node=node_plan(dec.hw, pp > 1), layout=layout,
-                memory=memory, engine=engine, pod=pod, pool=pool,
-                slo=default_slos(dec.a, dec.hw, tp, pp, b.weights_total, max_len),
-                cost=plan_cost(dec.hw, pp, tp), serve_autoscaling=serve, prefill=prefill, decode=decode)
+                memory=memory, engine=engine, pod=pod, pool=pool, slo=slo, cost=plan_cost(dec.hw, pp, tp),
+                routing=routing_plan(dec.a, dec.hw, tp, pp, b.weights_total, memory, pool, slo, topology),
+                serve_autoscaling=serve, prefill=prefill, decode=decode)

@@ -39,7 +39,7 @@ def layer_params(a: Architecture, index: int) -> LayerParams:
     norms = 2 * h
     bias = (a.num_attention_heads + 2 * a.num_kv_heads) * a.head_dim if a.attention_bias else 0
     moe = a.moe
-    if moe is None or index < moe.dense_layers:
+    if moe is None or not moe.is_moe_layer(index):
         inter = moe.dense_intermediate_size if moe is not None else a.intermediate_size
         return LayerParams(attention, kv_projection, 3 * h * inter, 0, norms + bias)
     experts = moe.num_experts * 3 * h * moe.expert_intermediate_size
@@ -141,14 +141,13 @@ def stage_bytes(a: Architecture, p: Precision, tp: int, pp: int, stage: int) -> 
         head_params = head if head else (emb if pp > 1 else 0)
         b += head_params * p.dense / tp + a.hidden_size * p.dense
     table = layer_table(a)
-    # layers come in at most two shapes (leading dense layers, then MoE layers): count each
-    dense_end = a.moe.dense_layers if a.moe else a.num_layers
-    n_first = max(0, min(layers.stop, dense_end) - layers.start)
-    n_rest = len(layers) - n_first
-    if n_first:
-        b += n_first * _layer_bytes(a, p, tp, table[0])
-    if n_rest:
-        b += n_rest * _layer_bytes(a, p, tp, table[-1])
+    # layers come in few shapes (leading dense layers, MoE layers, Llama 4's interleaved dense
+    # layers): count each shape once
+    shapes: dict[LayerParams, int] = {}
+    for i in layers:
+        shapes[table[i]] = shapes.get(table[i], 0) + 1
+    for lp, n in shapes.items():
+        b += n * _layer_bytes(a, p, tp, lp)
     return int(b)
 
 

@@ -91,7 +91,7 @@ def test_model_server_monitor_selects_serving_endpoints(scenario: Path) -> None:
     obs, served = rendered["observability"], rendered["vllm-inference"]
     topology = _obs_values(scenario)["topology"]
     monitors = [o for o in obs if o["kind"] in {"ServiceMonitor", "PodMonitor"}
-                and not o["metadata"]["name"].endswith("-dcgm-exporter")]
+                and not o["metadata"]["name"].endswith(("-dcgm-exporter", "-endpoint-picker"))]
     assert len(monitors) == 1, [o["metadata"]["name"] for o in monitors]
     monitor = monitors[0]
     spec = monitor["spec"]
@@ -156,3 +156,72 @@ def test_dcgm_monitor_selects_the_gpu_infra_exporter(scenario: Path) -> None:
     assert len(services) == 1, f"DCGM ServiceMonitor selects {len(services)} gpu-infra Services"
     ports = {p.get("name") for p in services[0]["spec"]["ports"]}
     assert spec["endpoints"][0]["port"] in ports, ports
+
+
+def _picker_service_problems(obs: list[dict], served: list[dict]) -> list[str]:
+    """The picker ServiceMonitor of charts/observability against the rendered vllm-inference
+    objects: it selects exactly the picker Service, in its namespace, which has the port it scrapes."""
+    monitors = [o for o in obs if o["kind"] == "ServiceMonitor" and o["metadata"]["name"].endswith("-endpoint-picker")]
+    if len(monitors) != 1:
+        return [f"{len(monitors)} endpoint-picker ServiceMonitors rendered"]
+    spec = monitors[0]["spec"]
+    services = [s for s in served if s["kind"] == "Service"
+                and _selects(spec["selector"]["matchLabels"], s["metadata"].get("labels", {}))
+                and _in_namespaces(spec["namespaceSelector"], _ns(s), _ns(monitors[0]))]
+    if [s["metadata"]["name"] for s in services] != [s["metadata"]["name"] for s in served
+                                                     if s["kind"] == "Service" and s["metadata"]["name"].endswith("-epp")]:
+        return [f"picker ServiceMonitor selects {[s['metadata']['name'] for s in services]}, not the -epp Service"]
+    ports = {p.get("name") for p in services[0]["spec"]["ports"]}
+    return [] if spec["endpoints"][0]["port"] in ports else [f"Service has no port {spec['endpoints'][0]['port']}: {ports}"]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=_id)
+def test_picker_monitor_selects_the_picker_service(scenario: Path) -> None:
+    """Scenarios written with `--routing gateway` enable monitors.picker; others render none."""
+    rendered = _rendered(scenario)
+    enabled = _obs_values(scenario).get("monitors", {}).get("picker", {}).get("enabled", False)
+    if not enabled:
+        assert not [o for o in rendered["observability"] if o["metadata"]["name"].endswith("-endpoint-picker")]
+        return
+    assert not _picker_service_problems(rendered["observability"], rendered["vllm-inference"])
+
+
+VLLM_INFERENCE_SCHEMA = CHARTS / "vllm-inference" / "values.schema.json"
+
+
+def test_picker_monitor_selects_a_gateway_routed_release(tmp_path: Path) -> None:
+    """A single-node scenario switched to routing.mode gateway in vllm-inference and to
+    monitors.picker in observability: the ServiceMonitor finds the picker Service. Skipped until
+    charts/vllm-inference has the routing values."""
+    if "routing" not in yaml.safe_load(VLLM_INFERENCE_SCHEMA.read_text()).get("properties", {}):
+        pytest.skip("charts/vllm-inference has no routing values yet")
+    scenario = next(s for s in SCENARIOS if _obs_values(s)["topology"] == "single-node")
+    namespace, release = _namespace(scenario), _obs_values(scenario)["target"]["release"]
+    gateway = tmp_path / "gateway.yaml"
+    gateway.write_text(yaml.safe_dump({"routing": {"mode": "gateway",
+                                                   "gateway": {"parentRefs": [{"name": "inference-gateway"}]}}}))
+    picker = tmp_path / "picker.yaml"
+    picker.write_text(yaml.safe_dump({"monitors": {"picker": {"enabled": True}}}))
+    served = helm.render(CHARTS / "vllm-inference", [scenario / "vllm-inference.yaml", gateway],
+                         release=release, namespace=namespace)
+    obs = helm.render(CHARTS / "observability", [scenario / "observability.yaml", picker],
+                      release=f"{release}-observability", namespace=namespace)
+    assert not _picker_service_problems(obs, served)
+
+
+def test_picker_monitor_selects_the_interface_service(tmp_path: Path) -> None:
+    """Until the charts meet: the picker Service as the routing interface describes it
+    (`<fullname>-epp`, the chart's labels with component endpoint-picker, ports grpc-ext-proc 9002
+    and http-metrics 9090) is what the picker ServiceMonitor selects; another release's is not."""
+    def service(release: str) -> dict:
+        return {"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": f"{vllm_inference_fullname(release)}-epp", "namespace": "llm",
+                             "labels": {"app.kubernetes.io/name": "vllm-inference", "app.kubernetes.io/instance": release,
+                                        "app.kubernetes.io/component": "endpoint-picker"}},
+                "spec": {"ports": [{"name": "grpc-ext-proc", "port": 9002}, {"name": "http-metrics", "port": 9090}]}}
+    picker = tmp_path / "picker.yaml"
+    picker.write_text(yaml.safe_dump({"target": {"release": "chat", "namespace": "llm"},
+                                      "monitors": {"picker": {"enabled": True}}}))
+    obs = helm.render(CHARTS / "observability", [picker], release="chat-observability", namespace="monitoring")
+    assert not _picker_service_problems(obs, [service("chat")])
+    assert _picker_service_problems(obs, [service("other")])

@@ -108,6 +108,7 @@ def test_topology_objects(values_file: Path) -> None:
     assert bool(_of_kind(objects, "PrometheusRule")) == values.rules.enabled
     assert bool(_of_kind(objects, "ConfigMap")) == values.dashboards.enabled
     assert ("dcgm" in " ".join(service_monitors)) == values.monitors.dcgm.enabled
+    assert any(name.endswith("-endpoint-picker") for name in service_monitors) == values.monitors.picker.enabled
 
 
 @pytest.mark.parametrize("values_file", ALL_FILES, ids=_id)
@@ -121,7 +122,8 @@ def test_monitors_carry_the_prometheus_selector_labels(values_file: Path) -> Non
         if obj["kind"] in {"ServiceMonitor", "PodMonitor"}:
             endpoints = obj["spec"].get("endpoints") or obj["spec"]["podMetricsEndpoints"]
             job = endpoints[0]["relabelings"][0]
-            assert job["targetLabel"] == "job" and job["replacement"] in {values.metrics.job, values.monitors.dcgm.job}
+            assert job["targetLabel"] == "job" and job["replacement"] in {
+                values.metrics.job, values.monitors.dcgm.job, values.monitors.picker.job}
 
 
 @pytest.mark.parametrize("values_file", ALL_FILES, ids=_id)
@@ -201,6 +203,10 @@ BAD_VALUES = [
     ({"rules": {"podRegex": "vllm-[a-"}}, "rules.podRegex"),
     ({"dashboards": {"sidecarLabels": {"app.kubernetes.io/name": "x"}}}, "dashboards.sidecarLabels.app.kubernetes.io/name"),
     ({"prometheus": {"monitorLabels": {"helm.sh/chart": "x"}}}, "prometheus.monitorLabels.helm.sh/chart"),
+    ({"monitors": {"picker": {"enabled": True, "job": ""}}}, "monitors.picker.job"),
+    ({"monitors": {"picker": {"enabled": True, "bearerTokenSecret": {"name": "t", "key": ""}}}},
+     "monitors.picker.bearerTokenSecret.key"),
+    ({"monitors": {"picker": {"matchLabels": {"bad key!": "x"}}}}, "monitors.picker.matchLabels"),
 ]
 
 
@@ -233,8 +239,11 @@ def test_validate_helper_names_the_key(tmp_path: Path, helm_version: str, bad: d
     ({"monitors": {"vllm": {"port": "http metrics"}}}, "port"),
     ({"autoscaling": {"maxReplicaCount": 2**31}}, "maxReplicaCount"),  # the ScaledObject's int32
     ({"autoscaling": {"extraTriggers": [{"type": "cron"}]}}, "metadata"),  # KEDA requires it
+    ({"monitors": {"picker": {"port": "9090"}}}, "port"),
+    ({"monitors": {"picker": {"bearerTokenSecret": {"name": "Token_Secret"}}}}, "name"),
 ], ids=["topology", "threshold-type", "kv-range", "unknown-key", "removed-key", "label-value", "label-key",
-        "annotation-key", "release", "namespace", "name", "port-number", "port-space", "beyond-int32", "trigger-metadata"])
+        "annotation-key", "release", "namespace", "name", "port-number", "port-space", "beyond-int32", "trigger-metadata",
+        "picker-port-number", "picker-secret-name"])
 def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict, fragment: str) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))
@@ -298,3 +307,82 @@ def test_two_releases_keep_their_own_dashboards() -> None:
                 seen[what].append(value)
     for what, values in seen.items():
         assert len(set(values)) == len(values), f"dashboard {what} shared between releases: {values}"
+
+
+# --- endpoint picker (vllm-inference routing.mode gateway) ------------------------------------
+
+def _picker_monitors(objects) -> list[dict]:
+    return [o for o in _of_kind(objects, "ServiceMonitor") if o["metadata"]["name"].endswith("-endpoint-picker")]
+
+
+def test_picker_monitor_is_off_by_default(helm_version: str) -> None:
+    assert ObservabilityValues().monitors.picker.enabled is False
+    assert not _picker_monitors(helm.render(CHART, helm=helm_version, namespace=NAMESPACE))
+
+
+@pytest.mark.parametrize("topology", ["single-node", "multi-node", "ray-serve", "disaggregated"])
+def test_picker_monitor_selects_the_picker_service(tmp_path: Path, helm_version: str, topology: str,
+                                                   crd_registry) -> None:
+    """The picker Service of charts/vllm-inference (`<fullname>-epp`, labels instance and
+    component endpoint-picker, port http-metrics 9090): scraped with the release's scrape settings,
+    open /metrics (metricsAuth false, the vllm-inference default) so no credentials."""
+    path = tmp_path / "picker.yaml"
+    path.write_text(yaml.safe_dump({"topology": topology, "target": {"release": "chat", "namespace": "serving"},
+                                    "metrics": {"interval": "20s", "scrapeTimeout": "5s"},
+                                    "monitors": {"picker": {"enabled": True}}}))
+    objects = helm.render(CHART, [path], helm=helm_version, namespace=NAMESPACE)
+    validate_all(objects, crd_registry)
+    (monitor,) = _picker_monitors(objects)
+    spec = monitor["spec"]
+    assert spec["selector"] == {"matchLabels": {"app.kubernetes.io/instance": "chat",
+                                                "app.kubernetes.io/component": "endpoint-picker"}}
+    assert spec["namespaceSelector"] == {"matchNames": ["serving"]}
+    (endpoint,) = spec["endpoints"]
+    assert (endpoint["port"], endpoint["path"], endpoint["scheme"]) == ("http-metrics", "/metrics", "http")
+    assert (endpoint["interval"], endpoint["scrapeTimeout"]) == ("20s", "5s")
+    assert "authorization" not in endpoint and "bearerTokenSecret" not in endpoint
+    assert endpoint["relabelings"] == [{"action": "replace", "targetLabel": "job", "replacement": "endpoint-picker"}]
+    assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+
+
+def test_picker_monitor_sends_the_bearer_token(tmp_path: Path, helm_version: str, crd_registry) -> None:
+    """metricsAuth true on the picker: Prometheus sends a ServiceAccount token from a Secret
+    (authorization, not the deprecated bearerTokenSecret field); custom selector labels replace
+    the default ones."""
+    path = tmp_path / "picker.yaml"
+    path.write_text(yaml.safe_dump({"monitors": {"picker": {
+        "enabled": True, "port": "metrics", "job": "epp",
+        "matchLabels": {"app.kubernetes.io/name": "epp"},
+        "bearerTokenSecret": {"name": "prometheus-epp-token", "key": "bearer"}}}}))
+    objects = helm.render(CHART, [path], helm=helm_version, namespace=NAMESPACE)
+    validate_all(objects, crd_registry)
+    (monitor,) = _picker_monitors(objects)
+    assert monitor["spec"]["selector"] == {"matchLabels": {"app.kubernetes.io/name": "epp"}}
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["port"] == "metrics"
+    assert endpoint["authorization"] == {"type": "Bearer",
+                                         "credentials": {"name": "prometheus-epp-token", "key": "bearer"}}
+    assert endpoint["relabelings"][0]["replacement"] == "epp"
+
+
+def _picker_panels() -> list[dict]:
+    dashboard = json.loads((CHART / "dashboards" / "vllm-serving.json").read_text())
+    panels = dashboard["panels"]
+    (row,) = [i for i, p in enumerate(panels) if p["type"] == "row" and p["title"] == "Endpoint picker"]
+    following = panels[row + 1:]
+    end = next((i for i, p in enumerate(following) if p["type"] == "row"), len(following))
+    return following[:end]
+
+
+def test_dashboard_has_the_endpoint_picker_row() -> None:
+    """One panel per picker signal (GIE v1.5.0 pkg/epp/metrics/metrics.go): the pool gauges, the
+    request counter as a rate, the scheduler latency and the prefix-index hit ratio histograms
+    through their _bucket/_sum/_count series."""
+    exprs = " ".join(t["expr"] for p in _picker_panels() for t in p.get("targets", []))
+    for gauge in ("inference_pool_average_queue_size", "inference_pool_average_kv_cache_utilization",
+                  "inference_pool_ready_pods"):
+        assert gauge + "{" in exprs, gauge
+    assert "rate(inference_objective_request_total{" in exprs
+    assert "histogram_quantile(0.99, sum by (namespace, service, le) (rate(" \
+        "inference_extension_scheduler_e2e_duration_seconds_bucket{" in exprs
+    assert "inference_extension_prefix_indexer_hit_ratio_bucket{" in exprs

@@ -127,6 +127,35 @@ def test_mutated_config_json(cli, tmp_path_factory, extra, mutated, dropped):
     assert_clean(cli(*args), args)
 
 
+# A small Llama 4 (text_config inside a multimodal wrapper) with every field its parsing reads,
+# and the fields that make the parser refuse an architecture it does not size.
+LLAMA4_TEXT = {"model_type": "llama4_text", "hidden_size": 512, "intermediate_size": 256,
+               "intermediate_size_mlp": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
+               "num_key_value_heads": 2, "head_dim": 64, "num_local_experts": 4, "num_experts_per_tok": 1,
+               "interleave_moe_layer_step": 2, "attention_chunk_size": 256, "no_rope_layers": [1, 1, 1, 0],
+               "no_rope_layer_interval": 4, "vocab_size": 1000, "max_position_embeddings": 4096,
+               "torch_dtype": "bfloat16"}
+REFUSING_FIELDS = {"layer_types": ["linear_attention"] * 4, "hybrid_override_pattern": "M-M*",
+                   "attn_layer_period": 8, "full_attention_interval": 4, "mamba_d_state": 16,
+                   "index_topk": 2048, "model_type": "nemotron_h"}
+
+
+@FUZZ
+@given(mutated=st.dictionaries(st.sampled_from(sorted({**LLAMA4_TEXT, **REFUSING_FIELDS})), JSON_VALUES,
+                               min_size=1, max_size=3),
+       refusing=st.dictionaries(st.sampled_from(sorted(REFUSING_FIELDS)), st.just(None), max_size=1))
+def test_mutated_llama4_config_json(cli, tmp_path_factory, mutated, refusing):
+    text = {**LLAMA4_TEXT, **{k: REFUSING_FIELDS[k] for k in refusing}, **mutated}
+    cfg = {"architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4", "text_config": text}
+    path = tmp_path_factory.mktemp("cfg") / "config.json"
+    path.write_text(json.dumps(cfg))
+    args = ["plan", "--model", str(path), "--model-source", "acme/tiny", "--instance", "g6e.xlarge", "--json"]
+    r = cli(*args)
+    assert_clean(r, args)
+    if refusing and not set(refusing) & set(mutated):
+        assert r.exit_code == 1 and "field '" in r.stderr, (args, r.stderr)
+
+
 def test_the_checks_can_fail():
     """assert_clean rejects what it is meant to reject (a traceback, two lines, NaN, -GiB)."""
     class R:
@@ -148,6 +177,27 @@ def test_deeply_nested_config_json(cli, tmp_path):
     r = cli(*args)
     assert_clean(r, args)
     assert r.exit_code == 1 and "nested too deeply" in r.stderr
+
+
+# `values` flags of the routing choice: any text either writes the folder or is refused in one line
+# naming a flag, and a refusal writes nothing.
+# flag -> the other flags that make it count
+CERT = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d"
+ROUTING_FLAGS = {"--routing": ["--gateway", "gw", "--alb-certificate-arn", CERT],
+                 "--gateway": ["--routing", "gateway"], "--alb-certificate-arn": ["--routing", "alb"],
+                 "--alb-scheme": ["--routing", "alb", "--alb-certificate-arn", CERT], "--api-key-secret": []}
+
+
+@pytest.mark.parametrize("flag", sorted(ROUTING_FLAGS))
+@settings(FUZZ, max_examples=20)
+@given(value=TEXTISH)
+def test_any_value_of_a_routing_flag(cli, tmp_path_factory, flag, value):
+    out = tmp_path_factory.mktemp("routing") / "out"
+    args = ["values", *M8_ARGS, "--out", str(out), *ROUTING_FLAGS[flag], flag, value]
+    r = cli(*args)
+    assert_clean(r, args)
+    if r.exit_code != 0:
+        assert not out.exists(), args
 
 
 def test_out_cannot_be_written(cli, tmp_path):

@@ -119,9 +119,12 @@ def _ray_upgrade_limit_change(old, new, old_plan, new_plan) -> bool:
 
 
 # Derivation lines added by defects 6 and 7, and the lines whose value follows the changed keys.
-# Defect 10 added the block_size line (the attention backend's rule).
+# Defect 10 added the block_size line (the attention backend's rule); issue 15 the routing section.
 _NEW_DERIVATIONS = {"daemonset_reserve_cpu_millicores", "daemonset_reserve_memory_bytes", "instance_store_policy",
-                    "block_size"}
+                    "block_size", "decode_tokens_per_second", "longest_stream_seconds", "request_timeout_seconds",
+                    "alb_idle_timeout_seconds", "picker_prefix_block_size", "picker_max_prefix_blocks",
+                    "picker_lru_capacity_per_server", "picker_cpu_request_millicores", "picker_memory_request_bytes",
+                    "picker_memory_limit_bytes"}
 _FOLLOWING = {"cpu_request_millicores": lambda p: f"{p['cpu_request_millicores']}m",
               "memory_request_bytes": lambda p: gib(p["memory_request_bytes"]),
               "root_volume_bytes": lambda p: gib(p["root_volume_bytes"]),
@@ -278,3 +281,18 @@ def test_a_plan_json_reads_back_into_the_same_plan():
         again = Plan.from_summary(summary).json_summary()
         summary.pop("derivations"), again.pop("derivations")
         assert again == summary, scenario.parent.name
+
+
+def test_a_plan_json_from_before_routing_still_reads():
+    """plan.json files written before the routing section was planned load with routing None and
+    print back without routing fields."""
+    from vllm_eks.plan import RoutingPlan
+    summary = make_plan(PlanRequest(model="llama-3.1-8b-instruct", instance="g6e.xlarge")).json_summary()
+    routing = set(RoutingPlan.model_fields) - {"derivations"}
+    assert routing <= set(summary)
+    old = {k: v for k, v in summary.items() if k not in routing}
+    plan = Plan.from_summary(old)
+    assert plan.routing is None
+    again = plan.json_summary()
+    old.pop("derivations"), again.pop("derivations")
+    assert again == old

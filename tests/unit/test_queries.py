@@ -3,7 +3,7 @@
 Sources: the dashboard JSON files, the rule files (placeholders filled the way the chart fills
 them), and the KEDA query the chart's helper builds. The allowed names are the fenced `metrics`
 blocks of docs/metrics-sources.md (vLLM 0.32.0, DCGM exporter default counters, `up` and
-kube-state-metrics), plus the names our own recording rules define. A renamed vLLM metric's old
+kube-state-metrics, the endpoint picker of Gateway API Inference Extension v1.5.0), plus the names our own recording rules define. A renamed vLLM metric's old
 name is allowed only on the right of an `or` whose left side reads the new name.
 """
 
@@ -54,7 +54,7 @@ HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 def _metric_blocks() -> dict[str, list[str]]:
     text = SOURCES_DOC.read_text()
     blocks = dict(re.findall(r"```metrics ([\w.-]+)\n(.*?)```", text, flags=re.S))
-    assert {"vllm-0.32", "renamed", "dcgm-exporter", "platform"} <= set(blocks), \
+    assert {"vllm-0.32", "renamed", "dcgm-exporter", "platform", "endpoint-picker"} <= set(blocks), \
         f"{SOURCES_DOC}: metrics blocks found: {sorted(blocks)}"
     return {name: [line.strip() for line in body.splitlines() if line.strip()] for name, body in blocks.items()}
 
@@ -71,7 +71,7 @@ def _series_names(lines: list[str]) -> set[str]:
 
 BLOCKS = _metric_blocks()
 ALLOWED = (_series_names(BLOCKS["vllm-0.32"]) | _series_names(BLOCKS["dcgm-exporter"])
-           | _series_names(BLOCKS["platform"]))
+           | _series_names(BLOCKS["platform"]) | _series_names(BLOCKS["endpoint-picker"]))
 RENAMED = {old: new for old, _, new in (line.split() for line in BLOCKS["renamed"])}
 
 
@@ -103,6 +103,7 @@ def _dashboard_exprs(path: Path) -> Iterator[tuple[str, str]]:
             inner = re.fullmatch(r"label_values\((.*),\s*\w+\)", query) or re.fullmatch(r"label_values\((\w+)\)", query)
             assert inner, f"{path.name} variable {var['name']}: unsupported query {query!r}"
             yield f"{path.name} variable {var['name']}", inner.group(1)
+
 
 
 def _panels(dashboard: dict) -> Iterator[dict]:
@@ -194,6 +195,18 @@ def test_expressions_were_found() -> None:
     sources = {where.split()[0] for where, _ in EXPRESSIONS}
     assert DASHBOARDS and RULE_FILES, "no dashboards or rule files found"
     assert len(EXPRESSIONS) >= 30, f"only {len(EXPRESSIONS)} expressions collected from {sorted(sources)}"
+
+
+def test_endpoint_picker_panels_are_checked() -> None:
+    """The dashboard's picker row is among the expressions parsed and name-checked below: one
+    query per picker signal, histograms read through their series."""
+    picker = [expr for where, expr in EXPRESSIONS if "inference_" in expr]
+    names = {name for expr in picker for name in _selectors(promql_parser.parse(expr))}
+    assert {"inference_pool_average_queue_size", "inference_pool_average_kv_cache_utilization",
+            "inference_pool_ready_pods", "inference_objective_request_total",
+            "inference_extension_scheduler_e2e_duration_seconds_bucket",
+            "inference_extension_prefix_indexer_hit_ratio_bucket"} <= names, sorted(names)
+    assert not names - _series_names(BLOCKS["endpoint-picker"]), sorted(names)
 
 
 @pytest.mark.parametrize(("where", "expr"), EXPRESSIONS, ids=[w for w, _ in EXPRESSIONS])

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from vllm_eks import contract
 from vllm_eks.errors import VllmEksError
 from vllm_eks.engine_settings import serve_flags
-from vllm_eks.plan import FLAT_SECTIONS, Plan
+from vllm_eks.plan import FLAT_SECTIONS, Plan, section_type
 from vllm_eks.chart_values.options import ValuesOptions
 from vllm_eks.units import bytes_quantity, cpu_quantity, parse_quantity
 from vllm_eks.chart_values.registry import CHART_BUILDERS
@@ -60,11 +60,15 @@ def make_plan(**overrides) -> Plan:
         pool_gpu_limit=56, root_volume_bytes=220 * GIB, instance_store_policy=None, root_volume_iops=16000,
         root_volume_throughput_mib_s=1000, queue_alert_threshold=64, scale_up_period_seconds=905,
         slo_ttft_p99_seconds=0.5, slo_tpot_p99_seconds=0.03, settings=SETTINGS,
+        decode_tokens_per_second=114.0, longest_stream_seconds=1151, request_timeout_seconds=2340,
+        alb_idle_timeout_seconds=1440, picker_cpu_request_millicores=700, picker_memory_request_bytes=GIB,
+        picker_memory_limit_bytes=2 * GIB, picker_prefix_block_size=16, picker_max_prefix_blocks=8192,
+        picker_lru_capacity_per_server=81920,
     )
     fields.update(overrides)
     top = {k: fields.pop(k) for k in ("model", "model_source", "served_model_name", "instance", "topology")}
     for name in FLAT_SECTIONS:
-        cls = Plan.model_fields[name].annotation
+        cls = section_type(name)
         top[name] = cls(**{k: fields[k] for k in cls.model_fields if k in fields})
     return Plan(**top)
 

@@ -108,6 +108,18 @@ app.kubernetes.io/instance: {{ .Values.target.release | quote }}
 {{- end -}}
 
 {{/*
+Labels selecting the endpoint picker Service of the vllm-inference release (routing.mode gateway).
+*/}}
+{{- define "observability.pickerMatchLabels" -}}
+{{- if .Values.monitors.picker.matchLabels -}}
+{{ toYaml .Values.monitors.picker.matchLabels }}
+{{- else -}}
+app.kubernetes.io/instance: {{ .Values.target.release | quote }}
+app.kubernetes.io/component: endpoint-picker
+{{- end -}}
+{{- end -}}
+
+{{/*
 Relabeling shared by every model-server endpoint: a fixed `job` label, so that rules and the
 ScaledObject select the same series whether a ServiceMonitor or a PodMonitor scraped them.
 */}}

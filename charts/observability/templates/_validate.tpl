@@ -16,6 +16,7 @@ a key set to null passes it, and renders with --skip-schema-validation rely on t
 {{- $out = print $out (include "observability.validateValues.runbookBaseUrl" .) -}}
 {{- $out = print $out (include "observability.validateValues.scrapeTimeout" .) -}}
 {{- $out = print $out (include "observability.validateValues.podRegex" .) -}}
+{{- $out = print $out (include "observability.validateValues.pickerMonitor" .) -}}
 {{- $out = print $out (include "observability.validateValues.metadataKeys" .) -}}
 {{- $out = print $out (include "observability.validateValues.chartLabels" .) -}}
 {{- /* The autoscaling rules apply only where the ScaledObject renders. */ -}}
@@ -151,10 +152,24 @@ every string, so the match is false only when the pattern cannot compile.
 {{- end -}}
 {{- end -}}
 
+{{/* The picker ServiceMonitor writes a job label and, with a token Secret, names its key
+(schema: minLength 1 on both). */}}
+{{- define "observability.validateValues.pickerMonitor" -}}
+{{- $p := .Values.monitors.picker -}}
+{{- if $p.enabled -}}
+{{- if not $p.job -}}
+{{- print "monitors.picker.job: must not be empty (the picker's series are labelled with it)\n" -}}
+{{- end -}}
+{{- if and $p.bearerTokenSecret.name (not $p.bearerTokenSecret.key) -}}
+{{- print "monitors.picker.bearerTokenSecret.key: must name the token's key in Secret monitors.picker.bearerTokenSecret.name\n" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Label and annotation keys the API server accepts (metadataKeyErrors). */}}
 {{- define "observability.validateValues.metadataKeys" -}}
 {{- $v := .Values -}}
-{{- $maps := dict "prometheus.monitorLabels" $v.prometheus.monitorLabels "monitors.vllm.matchLabels" $v.monitors.vllm.matchLabels "monitors.rayServe.matchLabels" $v.monitors.rayServe.matchLabels "monitors.dcgm.matchLabels" $v.monitors.dcgm.matchLabels "dashboards.sidecarLabels" $v.dashboards.sidecarLabels "dashboards.annotations" $v.dashboards.annotations -}}
+{{- $maps := dict "prometheus.monitorLabels" $v.prometheus.monitorLabels "monitors.vllm.matchLabels" $v.monitors.vllm.matchLabels "monitors.rayServe.matchLabels" $v.monitors.rayServe.matchLabels "monitors.dcgm.matchLabels" $v.monitors.dcgm.matchLabels "monitors.picker.matchLabels" $v.monitors.picker.matchLabels "dashboards.sidecarLabels" $v.dashboards.sidecarLabels "dashboards.annotations" $v.dashboards.annotations -}}
 {{- range $path := keys $maps | sortAlpha -}}
 {{- include "observability.metadataKeyErrors" (dict "path" $path "map" (get $maps $path)) -}}
 {{- end -}}

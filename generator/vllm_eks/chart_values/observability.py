@@ -13,8 +13,10 @@ from pydantic import Field, model_validator
 from ..pools import HPA_MAX_PERIOD_SECONDS, KEDA_QUEUE_TARGET
 from ..plan import Plan
 from ..topology import ON_RAY, Topology, keda_scales
-from .base import DNS1123_LABEL, LABEL_VALUE, OPTIONAL_DNS1123_LABEL, AnnotationMap, Int32, KubernetesObject, LabelMap, ValuesModel
+from .base import (DNS1123_LABEL, LABEL_VALUE, OPTIONAL_DNS1123_LABEL, OPTIONAL_DNS1123_SUBDOMAIN, AnnotationMap, Int32,
+                   KubernetesObject, LabelMap, ValuesModel)
 from .options import ValuesOptions
+from .vllm_inference import SECRET_KEY
 
 # Chart name of the model server; its fullname helper (charts/vllm-inference/templates/_helpers.tpl)
 # is mirrored by vllm_inference_fullname below and by observability.targetName in the chart.
@@ -89,10 +91,39 @@ class DcgmMonitor(ValuesModel):
     interval: Duration = Field(default="30s", pattern=DURATION_PATTERN, description="Scrape interval")
 
 
+class SecretKey(ValuesModel):
+    name: str = Field(default="", max_length=253, pattern=OPTIONAL_DNS1123_SUBDOMAIN,
+                      description="Secret in the observability release namespace. Empty: no credentials")
+    key: str = Field(default="token", min_length=1, pattern=SECRET_KEY, description="Key in that Secret")
+
+
+class PickerMonitor(ValuesModel):
+    """The endpoint picker (Gateway API Inference Extension EPP) of a vllm-inference release with
+    routing.mode gateway: its Service `<fullname>-epp` serves Prometheus metrics on port http-metrics
+    (9090). The picker checks a bearer token on /metrics only when the vllm-inference value
+    routing.gateway.picker.metricsAuth is true (flag --metrics-endpoint-auth)."""
+
+    enabled: bool = Field(default=False, description=(
+        "Render the ServiceMonitor of the endpoint picker (vllm-inference routing.mode gateway)"))
+    port: str = Field(default="http-metrics", pattern=PORT_NAME, max_length=15,
+                      description="Picker Service port name serving /metrics")
+    job: str = Field(default="endpoint-picker", min_length=1, pattern=LABEL_VALUE,
+                     description="job label written on the picker's series")
+    match_labels: LabelMap = Field(
+        default_factory=dict,
+        description="Labels selecting the picker Service. Empty: app.kubernetes.io/instance of target.release "
+                    "and app.kubernetes.io/component: endpoint-picker")
+    bearer_token_secret: SecretKey = Field(
+        default_factory=SecretKey,
+        description="Bearer token Prometheus sends (endpoint authorization.credentials), needed when the picker "
+                    "runs with routing.gateway.picker.metricsAuth: true. Empty name: none")
+
+
 class Monitors(ValuesModel):
     vllm: VllmMonitor = Field(default_factory=VllmMonitor, description="Model-server monitor")
     ray_serve: RayServeMonitor = Field(default_factory=RayServeMonitor, description="Ray Serve pods monitor")
     dcgm: DcgmMonitor = Field(default_factory=DcgmMonitor, description="DCGM exporter monitor")
+    picker: PickerMonitor = Field(default_factory=PickerMonitor, description="Endpoint picker monitor")
 
 
 class Dashboards(ValuesModel):
@@ -252,9 +283,19 @@ def autoscaling_for(plan: Plan) -> Autoscaling:
 TOPOLOGY_SECTIONS: dict[str, frozenset[str]] = {"monitors.rayServe": frozenset(ON_RAY)}
 
 
+def monitors_for(options: ValuesOptions) -> Monitors | None:
+    """The picker's ServiceMonitor when the vllm-inference release routes through a Gateway
+    (`--routing gateway`: an InferencePool and its endpoint picker); None keeps the defaults."""
+    if options.routing == "gateway":
+        return Monitors(picker=PickerMonitor(enabled=True))
+    return None
+
+
 def build_values(plan: Plan, options: ValuesOptions) -> ObservabilityValues:
     topology: Topology = plan.topology
+    monitors = monitors_for(options)
     return ObservabilityValues(
+        **({"monitors": monitors} if monitors is not None else {}),
         topology=topology,
         target=Target(release=options.release, namespace=options.namespace,
                       name=vllm_inference_fullname(options.release)),

@@ -13,6 +13,9 @@ from .base import (AVAILABILITY_ZONE, CAPACITY_RESERVATION_ID, DNS1123_LABEL, DN
                    EKS_CLUSTER_NAME, IAM_ROLE_ARN, LABEL_VALUE)
 
 ReservationId = Annotated[str, Field(pattern=CAPACITY_RESERVATION_ID, max_length=64)]
+# An ACM certificate ARN (the ALB's HTTPS listener): arn:PARTITION:acm:REGION:ACCOUNT:certificate/ID.
+ACM_CERTIFICATE_ARN = r"^arn:aws(-cn|-us-gov)?:acm:[a-z0-9-]+:[0-9]{12}:certificate/[A-Za-z0-9-]{1,128}$"
+RoutingMode = Literal["service", "gateway", "alb"]
 
 
 class ValuesOptions(BaseModel):
@@ -31,6 +34,19 @@ class ValuesOptions(BaseModel):
                                 description="Where the PVC is mounted; the model source is a path under it")
     iam_role_arn: str | None = Field(default=None, pattern=IAM_ROLE_ARN, description=(
         "IAM role for the model server's ServiceAccount (IRSA annotation), e.g. to read an s3:// model"))
+    # routing (charts/vllm-inference routing.*, apiKey)
+    routing: RoutingMode = Field(default="service", description=(
+        "How requests reach the servers: the chart's Service, a Gateway API Inference Extension InferencePool "
+        "behind an existing Gateway, or an ALB Ingress"))
+    gateway_name: str | None = Field(default=None, pattern=DNS1123_SUBDOMAIN, max_length=253,
+                                     description="Gateway the HTTPRoute attaches to (routing gateway)")
+    gateway_namespace: str | None = Field(default=None, pattern=DNS1123_LABEL, max_length=63,
+                                          description="Namespace of that Gateway (default: the release namespace)")
+    alb_certificate_arn: str | None = Field(default=None, pattern=ACM_CERTIFICATE_ARN, max_length=2048,
+                                            description="ACM certificate of the ALB's HTTPS listener (routing alb)")
+    alb_scheme: Literal["internal", "internet-facing"] = "internal"
+    api_key_secret: str | None = Field(default=None, pattern=DNS1123_SUBDOMAIN, max_length=253, description=(
+        "Existing Secret whose key api-key holds the API key vLLM checks (VLLM_API_KEY)"))
     # cluster / capacity (charts/gpu-infra)
     cluster_name: str = Field(default="my-cluster", pattern=EKS_CLUSTER_NAME)
     capacity_types: list[Literal["on-demand", "spot", "reserved"]] = Field(default_factory=lambda: ["on-demand"])
