@@ -31,8 +31,7 @@ def test_compare_ratios(plan_8b):
     sweep = load_sweep([str(CPU_SWEEP)])
     by = {x.name: x for x in compare(plan, sweep, knee=8, replicas=1)}
     decode = by["decode step (TPOT p50)"]
-    assert plan.slo.slo_tpot_p99_seconds > latency.TPOT_FLOOR
-    assert decode.estimate == pytest.approx(plan.slo.slo_tpot_p99_seconds / latency.TPOT_HEADROOM)
+    assert decode.estimate == pytest.approx(1 / plan.routing.decode_tokens_per_second)
     assert decode.ratio == pytest.approx(0.110 / decode.estimate)
     assert "at concurrency 1 " in decode.compares
     assert by["TPOT p99 at the knee / SLO"].ratio == pytest.approx(0.1329 / plan.slo.slo_tpot_p99_seconds)
@@ -41,11 +40,19 @@ def test_compare_ratios(plan_8b):
     assert by["knee per replica / KV cache room"].estimate == pytest.approx(plan.memory.kv_cache_tokens / 384)
 
 
-def test_floored_slo_has_no_estimate(plan_8b):
+def test_plan_without_routing_uses_the_tpot_slo(plan_8b):
     _, plan = plan_8b
-    floored = plan.model_copy(update={"slo": plan.slo.model_copy(update={"slo_tpot_p99_seconds": latency.TPOT_FLOOR})})
-    decode = compare(floored, load_sweep([str(CPU_SWEEP)]), 8, 1)[0]
+    old = plan.model_copy(update={"routing": None})
+    sweep = load_sweep([str(CPU_SWEEP)])
+    decode = compare(old, sweep, 8, 1)[0]
+    assert plan.slo.slo_tpot_p99_seconds > latency.TPOT_FLOOR
+    assert decode.estimate == pytest.approx(plan.slo.slo_tpot_p99_seconds / latency.TPOT_HEADROOM)
+    floored = old.model_copy(update={"slo": plan.slo.model_copy(update={"slo_tpot_p99_seconds": latency.TPOT_FLOOR})})
+    decode = compare(floored, sweep, 8, 1)[0]
     assert decode.estimate is None and decode.ratio is None and "floor" in decode.compares
+    prefill = compare(floored.model_copy(update={"slo": floored.slo.model_copy(
+        update={"slo_ttft_p99_seconds": latency.TTFT_FLOOR})}), sweep, 8, 1)[1]
+    assert prefill.estimate is None and "floor" in prefill.compares
 
 
 def test_recommend_little_law(tmp_path):

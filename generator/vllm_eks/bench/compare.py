@@ -1,10 +1,11 @@
 """The Plan's own estimates beside the measured figures, as ratios measured / estimate (1.0: the
 estimate was right; above 1: reality is slower or larger than the Plan assumed).
 
-The Plan does not store its raw latency estimates: its SLOs are the estimates times a headroom
-(latency.py: p99 TTFT = max(floor, 4 x prefill of a typical prompt), p99 TPOT = max(floor,
-3 x one decode step)). Dividing by the headroom gives the estimate back unless the floor was
-taken, in which case the ratio is left out and the comparison says so."""
+The decode step is the routing section's single-request decode rate inverted. The Plan does not
+store its prefill estimate: the TTFT SLO is it times a headroom (latency.py: p99 TTFT =
+max(floor, 4 x prefill of a typical prompt)); dividing by the headroom gives it back unless the
+floor was taken, in which case the ratio is left out and the comparison says so. A plan.json
+without a routing section gets its decode step from the TPOT SLO the same way."""
 
 from __future__ import annotations
 
@@ -37,11 +38,17 @@ def compare(plan: Plan, results: list[BenchResult], knee: int, replicas: int) ->
     out: list[Ratio] = []
 
     tpot_slo, ttft_slo = plan.slo.slo_tpot_p99_seconds, plan.slo.slo_ttft_p99_seconds
-    decode = tpot_slo / latency.TPOT_HEADROOM if tpot_slo > latency.TPOT_FLOOR else None
+    if plan.routing is not None:
+        rate = plan.routing.decode_tokens_per_second
+        decode: float | None = 1 / rate
+        basis = f"1 / decode_tokens_per_second {rate:g}"
+    else:  # a plan.json from before the routing section: the TPOT SLO without its headroom
+        decode = tpot_slo / latency.TPOT_HEADROOM if tpot_slo > latency.TPOT_FLOOR else None
+        basis = (f"slo_tpot_p99_seconds {tpot_slo:g} / headroom {latency.TPOT_HEADROOM:g}" if decode else
+                 f"the TPOT SLO is the {latency.TPOT_FLOOR:g} s floor and the plan has no routing section, "
+                 "so the estimate is not known")
     out.append(_ratio("decode step (TPOT p50)", low.median_tpot_ms / 1000, decode, "s",
-                      f"measured p50 TPOT {at} vs the Plan's memory-bandwidth decode estimate "
-                      f"(slo_tpot_p99_seconds {tpot_slo:g} / headroom {latency.TPOT_HEADROOM:g})"
-                      + ("" if decode else f"; the SLO is the {latency.TPOT_FLOOR:g} s floor, so the estimate is not known")))
+                      f"measured p50 TPOT {at} vs the Plan's memory-bandwidth decode step ({basis})"))
     typical = min(plan.memory.max_model_len, latency.TYPICAL_PROMPT_TOKENS)
     prefill = (ttft_slo / latency.TTFT_HEADROOM * low.mean_input_tokens / typical
                if ttft_slo > latency.TTFT_FLOOR else None)
