@@ -291,5 +291,10 @@ def catalog_instances(as_json: bool) -> None:
     Console(width=200).print(t)
 
 
+from .bench.commands import bench  # noqa: E402  (the group lives with the bench modules)
+
+main.add_command(bench)
+
+
 if __name__ == "__main__":
     main()

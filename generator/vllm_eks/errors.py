@@ -29,3 +29,12 @@ class InvalidOptionError(VllmEksError):
 
 class DoesNotFitError(VllmEksError):
     """Nothing the planner may choose fits the model on the hardware."""
+
+
+class BenchmarkResultError(VllmEksError):
+    """A `vllm bench serve` result file (or a set of them) that cannot be analysed: names the file
+    and the key."""
+
+
+class BenchmarkRunError(VllmEksError):
+    """`vllm bench serve` could not be started or failed at one concurrency level."""
