@@ -385,7 +385,8 @@ def test_ray_serve_router_and_timeouts(values_file: Path) -> None:
         assert llm["deployment_config"]["request_router_config"] == {"request_router_class": ROUTER_CLASS}
     serve = _serve_config(rendered(values_file, ALB | {"routing.alb.idleTimeoutSeconds": 900,
                                                        "rayServe.requestRouter": "power-of-two-choices"}))
-    assert serve["http_options"] == {"request_timeout_s": 3600, "keep_alive_timeout_s": 905}
+    planned = yaml.safe_load(values_file.read_text())["rayServe"]["requestTimeoutSeconds"]
+    assert serve["http_options"] == {"request_timeout_s": planned, "keep_alive_timeout_s": 905}
     for llm in _llm_configs(serve):
         assert "request_router_config" not in llm["deployment_config"]
 
