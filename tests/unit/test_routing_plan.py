@@ -194,6 +194,9 @@ def test_every_scenario_fits_an_alb_or_is_refused_in_one_line(cli, tmp_path, nam
     if r.alb_idle_timeout_seconds is not None:
         assert r.longest_stream_seconds < r.alb_idle_timeout_seconds <= ALB_IDLE_TIMEOUT_MAX_SECONDS
         assert result.exit_code == 0, result.stderr
+        # what the chart writes into the Ingress's idle_timeout annotation (test_routing_render)
+        written = yaml.safe_load((tmp_path / "out" / "vllm-inference.yaml").read_text())["routing"]["alb"]
+        assert written["idleTimeoutSeconds"] == r.alb_idle_timeout_seconds > r.longest_stream_seconds
         return
     assert result.exit_code == 1, result.stdout
     err = result.stderr.rstrip("\n")
