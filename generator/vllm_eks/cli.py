@@ -21,6 +21,7 @@ from .errors import VllmEksError
 from .hardware import instance_catalog
 from .units import GIB
 from .planner import make_plan
+from .quota import check_quotas, parse_quotas
 from .request import PlanRequest, model_source_kind
 
 _PLAN_OPTIONS: list[Callable] = [
@@ -59,6 +60,16 @@ _PLAN_OPTIONS: list[Callable] = [
     click.option("--served-model-name", help="Name clients use (default: the Hugging Face repo id)."),
     click.option("--model-source", help="What vLLM loads instead of the repo id: s3://bucket/prefix or a mounted path."),
 ]
+
+
+def quota_option(f: Callable) -> Callable:
+    """--quota BUCKET=VCPUS (repeatable): EC2 vCPU quotas to check the Plan's needs against."""
+    return click.option(
+        "--quota", "quotas", multiple=True, metavar="BUCKET=VCPUS",
+        help="An EC2 vCPU quota of this account and region, e.g. G=64 (Running On-Demand G and VT instances) "
+             "or spot-P=192 (All P Spot Instance Requests); repeatable. A quota below the vCPUs the deployment "
+             "needs at its maximum or during a rolling update / RayService upgrade is an error; without it the "
+             "figures are only reported.")(f)
 
 
 def plan_options(f: Callable) -> Callable:
@@ -128,9 +139,12 @@ def main() -> None:
 @main.command()
 @plan_options
 @click.option("--json", "as_json", is_flag=True, help="Print the Plan as one JSON object.")
-def plan(as_json: bool, **kwargs) -> None:
+@quota_option
+def plan(as_json: bool, quotas: tuple[str, ...], **kwargs) -> None:
     """Choose TP/PP/replicas and every engine setting for a model on an instance."""
+    limits = parse_quotas(quotas)
     p = make_plan(_request(kwargs))
+    check_quotas(p.quota, limits)
     if as_json:
         # allow_nan=False: a NaN would make the output something other than JSON; inputs are
         # finite, so one reaching here is a bug to report, not to print.
@@ -174,7 +188,8 @@ def explain(**kwargs) -> None:
               help="With --routing alb: the load balancer's scheme.")
 @click.option("--api-key-secret", help="Existing Secret whose key api-key holds the API key vLLM requires on /v1 "
                                        "(VLLM_API_KEY; not on Ray topologies).")
-def values(out_dir: str, **kwargs) -> None:
+@quota_option
+def values(out_dir: str, quotas: tuple[str, ...], **kwargs) -> None:
     """Write values for every chart, plan.json and a README into --out."""
     from .emit import write_scenario
     from .chart_values.options import ValuesOptions
@@ -183,7 +198,9 @@ def values(out_dir: str, **kwargs) -> None:
     if not out_dir.strip():
         _fail("--out is empty: give the folder to write the values files into")
 
+    limits = parse_quotas(quotas)
     p = make_plan(_request(kwargs))
+    check_quotas(p.quota, limits, kwargs.get("capacity_types") or ("on-demand",))
     opts = {k: v for k, v in kwargs.items()
             if (k in ValuesOptions.model_fields or k == "gateway") and v not in (None, ())}
     if "model_source_kind" not in opts:
@@ -224,12 +241,30 @@ def _command_line(ctx: click.Context) -> str:
 @main.command("check-fit")
 @click.argument("scenario_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--helm", help="helm binary to render with (default: $VLLM_EKS_HELM, else helm on PATH).")
-def check_fit_command(scenario_dir: Path, helm: str | None) -> None:
+@quota_option
+def check_fit_command(scenario_dir: Path, helm: str | None, quotas: tuple[str, ...]) -> None:
     """Check that every model-server pod of a `vllm-eks values` folder fits a GPU pool of the
-    same folder: labels, taints, GPUs, EFA, CPU, memory and the pools' limits."""
+    same folder: labels, taints, GPUs, EFA, CPU, memory and the pools' limits; print the EC2 vCPU
+    quota figures of its plan.json and check them against --quota."""
     from .fit import check_fit, format_mismatches
+    from .plan import Plan
+    from .quota import summary as quota_summary
 
+    limits = parse_quotas(quotas)
+    plan_file = scenario_dir / "plan.json"
+    quota = None
+    if plan_file.is_file():
+        try:
+            quota = Plan.from_summary(json.loads(plan_file.read_text())).quota
+        except (ValueError, KeyError, TypeError) as e:
+            _fail(f"{plan_file}: not a plan.json `vllm-eks values` writes ({type(e).__name__}: {str(e).splitlines()[0]})")
+    elif limits:
+        _fail(f"--quota: {plan_file} is missing, so there are no quota figures to check")
+    check_quotas(quota, limits)
     mismatches = check_fit(scenario_dir, helm=helm)
+    if quota is not None:
+        click.echo(f"{scenario_dir}: EC2 vCPU quota, {quota_summary(quota)}; "
+                   f"{quota.quota_on_demand_bucket} or {quota.quota_spot_bucket}")
     if mismatches:
         click.echo(format_mismatches(mismatches), err=True)
         sys.exit(1)

@@ -27,6 +27,10 @@ class InvalidOptionError(VllmEksError):
     """A flag value that is out of range or conflicts with another flag."""
 
 
+class QuotaShortfallError(VllmEksError):
+    """A --quota below the vCPUs the deployment needs in that EC2 quota bucket."""
+
+
 class DoesNotFitError(VllmEksError):
     """Nothing the planner may choose fits the model on the hardware."""
 

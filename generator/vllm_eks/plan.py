@@ -2,8 +2,8 @@
 
 The Plan is composed of sections, each produced with its own derivations by the module that
 computes it (node: hardware, layout and engine: planner, memory: budget, pod: sizing, pool and
-cost: pools, slo: latency, routing: routing_plan). `explain` prints it, the chart-values builders
-read it; nothing recomputes a number elsewhere. `json_summary` is the stable flat form users' scripts read."""
+cost: pools, slo: latency, routing: routing_plan, quota: quota). `explain` prints it, the
+chart-values builders read it; nothing recomputes a number elsewhere. `json_summary` is the stable flat form users' scripts read."""
 
 from __future__ import annotations
 
@@ -170,14 +170,36 @@ class RoutingPlan(Section):
     picker_lru_capacity_per_server: int = Field(description="prefix-cache-scorer lruCapacityPerServer (blocks)")
 
 
-# Sections whose fields print flat at the top of `plan --json`, in this order. `routing` may be
-# missing from a plan.json written before it was planned: Plan.routing is then None.
-FLAT_SECTIONS = ("node", "layout", "memory", "engine", "pod", "pool", "slo", "cost", "routing")
+class QuotaPlan(Section):
+    """EC2 vCPU quota pre-flight (quota.py): the Service Quotas bucket the GPU pool's instances
+    count against and the vCPUs of it the deployment needs. The same vCPUs count in the On-Demand
+    bucket or in the Spot one, whichever capacity type the pool launches."""
+
+    quota_instance_class: str | None = Field(description=(
+        "Instance family class of the quota buckets (P, G, Inf, Trn, ...); None when unknown"))
+    quota_on_demand_bucket: str | None = Field(description="Service Quotas name of the On-Demand bucket")
+    quota_spot_bucket: str | None = Field(description="Service Quotas name of the Spot bucket")
+    quota_vcpus_per_node: int | None = Field(description="vCPUs of one GPU node; None for hardware outside the catalog")
+    quota_nodes_min: int = Field(description="GPU nodes at the deployment's minimum")
+    quota_nodes_max: int = Field(description="GPU nodes at the autoscaling maximum (pool_nodes)")
+    quota_nodes_upgrade_peak: int = Field(description="GPU nodes at the peak of a rolling update or RayService upgrade")
+    quota_nodes_pool_limit: int = Field(description="GPU nodes the NodePool's GPU limit admits")
+    quota_vcpus_min: int | None
+    quota_vcpus_max: int | None
+    quota_vcpus_upgrade_peak: int | None
+    quota_vcpus_pool_limit: int | None
+    quota_upgrade: str = Field(description="What the upgrade peak is (rolling update or RayService upgrade)")
+
+
+# Sections whose fields print flat at the top of `plan --json`, in this order. `routing` and
+# `quota` may be missing from a plan.json written before they were planned: they are then None.
+FLAT_SECTIONS = ("node", "layout", "memory", "engine", "pod", "pool", "slo", "cost", "routing", "quota")
+_OPTIONAL_SECTIONS = {"routing": RoutingPlan, "quota": QuotaPlan}
 
 
 def section_type(name: str) -> type[Section]:
-    """The Section class of one of FLAT_SECTIONS (the Plan's `routing` field is optional)."""
-    return RoutingPlan if name == "routing" else Plan.model_fields[name].annotation  # type: ignore[return-value]
+    """The Section class of one of FLAT_SECTIONS (the Plan's `routing` and `quota` are optional)."""
+    return _OPTIONAL_SECTIONS.get(name) or Plan.model_fields[name].annotation  # type: ignore[return-value]
 
 
 class Plan(BaseModel):
@@ -198,6 +220,7 @@ class Plan(BaseModel):
     slo: SloPlan
     cost: CostPlan
     routing: RoutingPlan | None = Field(None, description="None only for a plan.json written before routing was planned")
+    quota: QuotaPlan | None = Field(None, description="None only for a plan.json written before quotas were planned")
     serve_autoscaling: ServeAutoscaling | None = None
     prefill: PhasePlan | None = None
     decode: PhasePlan | None = None
@@ -235,7 +258,7 @@ class Plan(BaseModel):
         for name in FLAT_SECTIONS:
             section = section_type(name)
             fields = {k: summary[k] for k in section.model_fields if k in summary}
-            if name == "routing" and fields.keys() <= {"derivations"}:
+            if name in _OPTIONAL_SECTIONS and fields.keys() <= {"derivations"}:
                 continue
             if name == "engine":
                 fields["settings"] = summary["engine_settings"]

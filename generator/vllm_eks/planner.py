@@ -9,6 +9,7 @@ from .hardware import node_plan
 from .latency import default_slos
 from .plan import Plan
 from .pools import plan_cost, plan_pools
+from .quota import plan_quota
 from .request import PlanRequest, model_source_kind
 from .routing_plan import routing_plan
 from .sizing import size_pod
@@ -44,4 +45,7 @@ def make_plan(req: PlanRequest) -> Plan:
                 instance=dec.hw.name, topology=topology, node=node_plan(dec.hw, pp > 1), layout=layout,
                 memory=memory, engine=engine, pod=pod, pool=pool, slo=slo, cost=plan_cost(dec.hw, pp, tp),
                 routing=routing_plan(dec.a, dec.hw, tp, pp, b.weights_total, memory, pool, slo, topology),
+                quota=plan_quota(instance=dec.hw.name, vcpus_per_node=dec.hw.vcpu, gpus_per_node=dec.hw.gpus_per_node,
+                                 topology=topology, layout=layout, pool=pool, serve=serve, prefill=prefill,
+                                 decode=decode),
                 serve_autoscaling=serve, prefill=prefill, decode=decode)

@@ -68,7 +68,7 @@ def plan_pools(*, replicas: int, serve_max: int | None, phase_replicas: tuple[in
     # applications run, so the pool must admit that cluster's starting workers on top of the peak.
     if phase_replicas is not None or serve_max is not None:
         start = sum(phase_replicas) if phase_replicas is not None else max(1, serve_min)
-        extra = max(nodes_per_replica, _nodes_for(start, nodes_per_replica, gpus_per_pod, gpus_per_node))
+        extra = ray_upgrade_nodes(start, nodes_per_replica, gpus_per_pod, gpus_per_node)
         what = "the upgrade's second RayCluster"
         why_extra = (f"{start} starting model copies ({'every prefill and decode copy' if phase_replicas else 'Serve min_replicas'}) "
                      f"-> {extra} node(s)")
@@ -97,9 +97,18 @@ def plan_pools(*, replicas: int, serve_max: int | None, phase_replicas: tuple[in
                     scale_up_period_seconds=period, derivations=d.items)
 
 
-def _nodes_for(replicas: int, nodes_per_replica: int, gpus_per_pod: int, gpus_per_node: int) -> int:
+def nodes_for(replicas: int, nodes_per_replica: int, gpus_per_pod: int, gpus_per_node: int) -> int:
     """Nodes that `replicas` model copies occupy (pods share a node when each uses part of it)."""
     return math.ceil(replicas * nodes_per_replica / _pods_per_node(nodes_per_replica, gpus_per_pod, gpus_per_node))
+
+
+_nodes_for = nodes_for
+
+
+def ray_upgrade_nodes(start: int, nodes_per_replica: int, gpus_per_pod: int, gpus_per_node: int) -> int:
+    """Nodes the second RayCluster of a NewCluster upgrade takes: its `start` model copies, at
+    least one replica group."""
+    return max(nodes_per_replica, nodes_for(start, nodes_per_replica, gpus_per_pod, gpus_per_node))
 
 
 def _pods_per_node(nodes_per_replica: int, gpus_per_pod: int, gpus_per_node: int) -> int:

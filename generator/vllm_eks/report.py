@@ -8,6 +8,7 @@ from functools import lru_cache
 import jinja2
 from rich.table import Table
 
+from . import quota
 from .units import gib
 from .plan import Plan
 
@@ -36,6 +37,8 @@ def summary_rows(p: Plan) -> list[tuple[str, str]]:
                          f"--shutdown-timeout {p.pod.shutdown_timeout_seconds} s)"),
         ("cost per replica", f"${p.cost.cost_per_hour_usd:.2f}/h" if p.cost.cost_per_hour_usd is not None else "unknown price"),
     ]
+    if p.quota is not None:
+        rows.append(("EC2 vCPU quota", quota.summary(p.quota)))
     return rows
 
 

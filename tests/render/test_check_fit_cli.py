@@ -27,6 +27,7 @@ def _run(folder: Path) -> subprocess.CompletedProcess:
 def test_committed_scenarios_fit(scenario):
     r = _run(scenario)
     assert r.returncode == 0, r.stderr
+    assert "EC2 vCPU quota, " in r.stdout and " vCPUs (min / max / upgrade peak; NodePool limit " in r.stdout
 
 
 def test_pool_label_mismatch_exits_1(tmp_path):

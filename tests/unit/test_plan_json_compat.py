@@ -13,6 +13,8 @@ from pathlib import Path
 
 import math
 
+import pytest
+
 from vllm_eks import pools, sizing
 from vllm_eks.decisions import Decisions
 from vllm_eks.errors import VllmEksError
@@ -119,12 +121,14 @@ def _ray_upgrade_limit_change(old, new, old_plan, new_plan) -> bool:
 
 
 # Derivation lines added by defects 6 and 7, and the lines whose value follows the changed keys.
-# Defect 10 added the block_size line (the attention backend's rule); issue 15 the routing section.
+# Defect 10 added the block_size line (the attention backend's rule); issue 15 the routing section;
+# issue 16 the quota section.
 _NEW_DERIVATIONS = {"daemonset_reserve_cpu_millicores", "daemonset_reserve_memory_bytes", "instance_store_policy",
                     "block_size", "decode_tokens_per_second", "longest_stream_seconds", "request_timeout_seconds",
                     "alb_idle_timeout_seconds", "picker_prefix_block_size", "picker_max_prefix_blocks",
                     "picker_lru_capacity_per_server", "picker_cpu_request_millicores", "picker_memory_request_bytes",
-                    "picker_memory_limit_bytes"}
+                    "picker_memory_limit_bytes", "quota_bucket", "quota_vcpus_min", "quota_vcpus_max",
+                    "quota_vcpus_upgrade_peak", "quota_vcpus_pool_limit"}
 _FOLLOWING = {"cpu_request_millicores": lambda p: f"{p['cpu_request_millicores']}m",
               "memory_request_bytes": lambda p: gib(p["memory_request_bytes"]),
               "root_volume_bytes": lambda p: gib(p["root_volume_bytes"]),
@@ -283,16 +287,17 @@ def test_a_plan_json_reads_back_into_the_same_plan():
         assert again == summary, scenario.parent.name
 
 
-def test_a_plan_json_from_before_routing_still_reads():
-    """plan.json files written before the routing section was planned load with routing None and
-    print back without routing fields."""
-    from vllm_eks.plan import RoutingPlan
+@pytest.mark.parametrize("name", ["routing", "quota"])
+def test_a_plan_json_from_before_an_optional_section_still_reads(name):
+    """plan.json files written before the routing (issue 15) or quota (issue 16) section was
+    planned load with that section None and print back without its fields."""
+    from vllm_eks.plan import section_type
     summary = make_plan(PlanRequest(model="llama-3.1-8b-instruct", instance="g6e.xlarge")).json_summary()
-    routing = set(RoutingPlan.model_fields) - {"derivations"}
-    assert routing <= set(summary)
-    old = {k: v for k, v in summary.items() if k not in routing}
+    fields = set(section_type(name).model_fields) - {"derivations"}
+    assert fields <= set(summary)
+    old = {k: v for k, v in summary.items() if k not in fields}
     plan = Plan.from_summary(old)
-    assert plan.routing is None
+    assert getattr(plan, name) is None
     again = plan.json_summary()
     old.pop("derivations"), again.pop("derivations")
     assert again == old

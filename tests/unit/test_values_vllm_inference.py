@@ -63,7 +63,11 @@ def make_plan(**overrides) -> Plan:
         decode_tokens_per_second=114.0, longest_stream_seconds=1151, request_timeout_seconds=2340,
         alb_idle_timeout_seconds=1440, picker_cpu_request_millicores=700, picker_memory_request_bytes=GIB,
         picker_memory_limit_bytes=2 * GIB, picker_prefix_block_size=16, picker_max_prefix_blocks=8192,
-        picker_lru_capacity_per_server=81920,
+        picker_lru_capacity_per_server=81920, quota_instance_class="P",
+        quota_on_demand_bucket="Running On-Demand P instances", quota_spot_bucket="All P Spot Instance Requests",
+        quota_vcpus_per_node=192, quota_nodes_min=3, quota_nodes_max=6, quota_nodes_upgrade_peak=6,
+        quota_nodes_pool_limit=7, quota_vcpus_min=576, quota_vcpus_max=1152, quota_vcpus_upgrade_peak=1152,
+        quota_vcpus_pool_limit=1344, quota_upgrade="Deployment rolling update at 6 replicas with maxSurge 0",
     )
     fields.update(overrides)
     top = {k: fields.pop(k) for k in ("model", "model_source", "served_model_name", "instance", "topology")}
