@@ -263,10 +263,13 @@ def vllm_inference_fullname(release: str) -> str:
 def autoscaling_for(plan: Plan) -> Autoscaling:
     """KEDA bounds from the Plan (pools.py): the planned replicas are the floor and the
     fallback, the Plan's autoscaling maximum the ceiling (the NodePool limit admits it); scale-up
-    adds at most two replicas per replica start-up time."""
+    adds at most two replicas per replica start-up time. The threshold is the measured one when a
+    benchmark sweep made the Plan (plan.measured)."""
     floor = plan.pool.autoscaling_min_replicas
     warmup = plan.pool.scale_up_period_seconds
     return Autoscaling(
+        # a benchmark sweep's threshold (values --from-benchmark), else the KEDA target of pools.py
+        threshold=plan.measured.keda_queue_threshold if plan.measured else KEDA_QUEUE_TARGET,
         min_replica_count=floor,
         max_replica_count=plan.pool.autoscaling_max_replicas,
         behavior=Behavior(
