@@ -82,6 +82,25 @@ def _request(kwargs: dict) -> PlanRequest:
     return PlanRequest(**{k: v for k, v in kwargs.items() if k in PlanRequest.model_fields})
 
 
+from_benchmark_option = click.option(
+    "--from-benchmark", "from_benchmark", multiple=True, metavar="RESULTS",
+    help="vllm bench serve result files of a concurrency sweep against this deployment, or their folder "
+         "(repeatable): max-num-seqs and the KEDA threshold come from its knee (`vllm-eks bench analyze`), "
+         "max-num-seqs clamped to what the KV cache holds; explain shows the measured basis.")
+
+
+def _make_plan(kwargs: dict):
+    """The Plan of the plan options; with --from-benchmark, its max-num-seqs and KEDA threshold
+    from the sweep (bench/feedback.py)."""
+    req = _request(kwargs)
+    paths = list(kwargs.get("from_benchmark") or ())
+    if not paths:
+        return make_plan(req)
+    from .bench.feedback import plan_from_benchmark
+
+    return plan_from_benchmark(req, paths)
+
+
 def _fail(message: str) -> None:
     click.echo(f"vllm-eks: error: {message}", err=True)
     sys.exit(1)
@@ -138,12 +157,13 @@ def main() -> None:
 
 @main.command()
 @plan_options
+@from_benchmark_option
 @click.option("--json", "as_json", is_flag=True, help="Print the Plan as one JSON object.")
 @quota_option
 def plan(as_json: bool, quotas: tuple[str, ...], **kwargs) -> None:
     """Choose TP/PP/replicas and every engine setting for a model on an instance."""
     limits = parse_quotas(quotas)
-    p = make_plan(_request(kwargs))
+    p = _make_plan(kwargs)
     check_quotas(p.quota, limits)
     if as_json:
         # allow_nan=False: a NaN would make the output something other than JSON; inputs are
@@ -155,13 +175,15 @@ def plan(as_json: bool, quotas: tuple[str, ...], **kwargs) -> None:
 
 @main.command()
 @plan_options
+@from_benchmark_option
 def explain(**kwargs) -> None:
     """Print every number of the Plan with its formula and inputs."""
-    click.echo(report.explanation_text(make_plan(_request(kwargs))), nl=False)
+    click.echo(report.explanation_text(_make_plan(kwargs)), nl=False)
 
 
 @main.command()
 @plan_options
+@from_benchmark_option
 @click.option("--out", "out_dir", required=True, help="Folder to write the values files into (created if missing; "
               "files an earlier `vllm-eks values` wrote are replaced, any other file there is an error).")
 @click.option("--release", default="vllm", show_default=True, help="Helm release name of charts/vllm-inference.")
@@ -199,7 +221,7 @@ def values(out_dir: str, quotas: tuple[str, ...], **kwargs) -> None:
         _fail("--out is empty: give the folder to write the values files into")
 
     limits = parse_quotas(quotas)
-    p = make_plan(_request(kwargs))
+    p = _make_plan(kwargs)
     check_quotas(p.quota, limits, kwargs.get("capacity_types") or ("on-demand",))
     opts = {k: v for k, v in kwargs.items()
             if (k in ValuesOptions.model_fields or k == "gateway") and v not in (None, ())}

@@ -149,6 +149,26 @@ class PhasePlan(Section):
     settings: EngineSettings = Field(description="vLLM EngineArgs of this phase (with its KV transfer)")
 
 
+class MeasuredPlan(Section):
+    """The measured basis of max_num_seqs and the KEDA threshold: a `vllm bench serve` sweep read
+    by `values --from-benchmark` (bench/feedback.py). Absent when they are estimates."""
+
+    sources: list[str] = Field(description="File names of the sweep's result files")
+    levels: list[int] = Field(description="Concurrency levels of the sweep")
+    knee_concurrency: int = Field(description="Concurrency of the knee (whole endpoint)")
+    knee_found: bool = Field(description="False when the highest level stands in for a knee the sweep did not reach")
+    replicas: int = Field(description="Model copies that shared the measured concurrency")
+    output_tokens_per_s: float = Field(description="Measured output tokens/s at the knee (whole endpoint)")
+    requests_per_s: float = Field(description="Measured requests/s at the knee (whole endpoint)")
+    ttft_p99_seconds: float = Field(description="Measured p99 TTFT at the knee")
+    tokens_per_request: float = Field(description="Mean input + output tokens of a request at the knee")
+    recommended_max_num_seqs: int = Field(description="max_num_seqs the sweep recommends (bench analyze)")
+    kv_max_num_seqs: int = Field(description="Requests of the measured length the Plan's KV cache holds at once")
+    max_num_seqs: int = Field(description="max_num_seqs written: the recommendation, clamped to the KV cache")
+    clamped: bool = Field(description="The recommendation exceeded what the KV cache (or max_num_batched_tokens) admits")
+    keda_queue_threshold: int = Field(description="KEDA target of vllm:num_requests_waiting per replica")
+
+
 class RoutingPlan(Section):
     """How long one response may take (the request and idle timeouts of the routing in front of
     the servers) and the sizing of the Gateway API Inference Extension's endpoint picker."""
@@ -224,6 +244,8 @@ class Plan(BaseModel):
     serve_autoscaling: ServeAutoscaling | None = None
     prefill: PhasePlan | None = None
     decode: PhasePlan | None = None
+    measured: MeasuredPlan | None = Field(None, description="The benchmark sweep behind max_num_seqs and the KEDA "
+                                                            "threshold; None when they are estimates")
 
     @property
     def kv_transfer_config(self) -> dict | None:
@@ -232,7 +254,7 @@ class Plan(BaseModel):
 
     @property
     def derivations(self) -> list[Derivation]:
-        extra = [s for s in (self.serve_autoscaling, self.prefill) if s is not None]
+        extra = [s for s in (self.serve_autoscaling, self.prefill, self.measured) if s is not None]
         sections = [getattr(self, n) for n in FLAT_SECTIONS]
         return [d for s in (*sections, *extra) if s is not None for d in s.derivations]
 
@@ -265,6 +287,8 @@ class Plan(BaseModel):
             top[name] = section(**fields)
         if summary.get("serve_autoscaling"):
             top["serve_autoscaling"] = ServeAutoscaling(**summary["serve_autoscaling"])
+        if summary.get("measured"):
+            top["measured"] = MeasuredPlan(**summary["measured"])
         for phase in ("prefill", "decode"):
             if summary.get(phase):
                 p = summary[phase]
@@ -274,7 +298,8 @@ class Plan(BaseModel):
 
     def json_summary(self) -> dict[str, Any]:
         """The stable machine-readable form printed by `plan --json` and written to plan.json:
-        every section's fields flat at the top level, then the topology-specific sections."""
+        every section's fields flat at the top level, then the topology-specific sections, and
+        `measured` when a benchmark sweep set max_num_seqs and the KEDA threshold."""
         out: dict[str, Any] = {k: getattr(self, k) for k in
                                ("model", "model_source", "served_model_name", "instance", "topology")}
         for name in FLAT_SECTIONS:
@@ -290,5 +315,8 @@ class Plan(BaseModel):
                 **p.model_dump(mode="json", exclude={"settings"}), "engine_args": self.serve_args(p.settings),
                 "engine_settings": p.settings}
         out["kv_transfer_config"] = self.kv_transfer_config
+        # only with --from-benchmark: plans of estimates keep their earlier form
+        if self.measured is not None:
+            out["measured"] = self.measured.model_dump(mode="json")
         out["derivations"] = [d.model_dump(mode="json") for d in self.derivations]
         return out

@@ -7,7 +7,7 @@ from .budget import memory_plan
 from .decisions import Decisions, phases, serve_autoscaling
 from .hardware import node_plan
 from .latency import default_slos
-from .plan import Plan
+from .plan import MeasuredPlan, Plan
 from .pools import plan_cost, plan_pools
 from .quota import plan_quota
 from .request import PlanRequest, model_source_kind
@@ -15,11 +15,16 @@ from .routing_plan import routing_plan
 from .sizing import size_pod
 
 
-def make_plan(req: PlanRequest) -> Plan:
-    """Decide the layout and every engine and pod setting for a request; errors name the flag."""
+def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_seqs_why: str = "") -> Plan:
+    """Decide the layout and every engine and pod setting for a request; errors name the flag.
+    `measured` (bench/feedback.py): a benchmark sweep's max_num_seqs and KEDA threshold replace
+    the estimates, explained by `measured_seqs_why`; the layout is chosen as without it."""
     dec = Decisions(req)
     tp, pp, layout_why = dec.choose_layout()
-    seqs, seqs_why = dec.choose_max_num_seqs(dec.budget(tp, pp))
+    if measured is not None:
+        seqs, seqs_why = measured.max_num_seqs, measured_seqs_why
+    else:
+        seqs, seqs_why = dec.choose_max_num_seqs(dec.budget(tp, pp))
     b = dec.budget(tp, pp, seqs)
     max_len, len_why = dec.choose_max_model_len(b)
     dec.check_topology(pp)
@@ -39,7 +44,8 @@ def make_plan(req: PlanRequest) -> Plan:
                       phase_replicas=(prefill.replicas, decode.replicas) if prefill and decode else None,
                       nodes_per_replica=pp, gpus_per_pod=tp, gpus_per_node=dec.hw.gpus_per_node,
                       ephemeral_bytes=pod.ephemeral_storage_bytes, max_num_seqs=seqs,
-                      startup_seconds=pod.startup_probe_seconds, local_nvme_bytes=dec.hw.local_nvme_gb * 10**9)
+                      startup_seconds=pod.startup_probe_seconds, local_nvme_bytes=dec.hw.local_nvme_gb * 10**9,
+                      keda_target=measured.keda_queue_threshold if measured else None)
     slo = default_slos(dec.a, dec.hw, tp, pp, b.weights_total, max_len)
     return Plan(model=dec.model.id, model_source=source, served_model_name=dec.served_model_name,
                 instance=dec.hw.name, topology=topology, node=node_plan(dec.hw, pp > 1), layout=layout,
@@ -48,4 +54,4 @@ def make_plan(req: PlanRequest) -> Plan:
                 quota=plan_quota(instance=dec.hw.name, vcpus_per_node=dec.hw.vcpu, gpus_per_node=dec.hw.gpus_per_node,
                                  topology=topology, layout=layout, pool=pool, serve=serve, prefill=prefill,
                                  decode=decode),
-                serve_autoscaling=serve, prefill=prefill, decode=decode)
+                serve_autoscaling=serve, prefill=prefill, decode=decode, measured=measured)

@@ -40,11 +40,12 @@ EPHEMERAL_EVICTION_FRACTION = Decimal("0.10")
 def plan_pools(*, replicas: int, serve_max: int | None, phase_replicas: tuple[int, int] | None,
                nodes_per_replica: int, gpus_per_pod: int, gpus_per_node: int, ephemeral_bytes: int,
                max_num_seqs: int, startup_seconds: int, local_nvme_bytes: int = 0,
-               serve_min: int = 1) -> PoolPlan:
+               serve_min: int = 1, keda_target: int | None = None) -> PoolPlan:
     """The pool section of the Plan: the autoscaling range, the nodes and GPUs the NodePool
     must admit for it, the root volume and the queue alert, with their derivations.
     `phase_replicas` is (prefill, decode) of a disaggregated deployment; `serve_min` is Ray
-    Serve's min_replicas (ray-serve), the copies a new RayCluster starts with."""
+    Serve's min_replicas (ray-serve), the copies a new RayCluster starts with; `keda_target` the
+    KEDA threshold a benchmark sweep measured (default KEDA_QUEUE_TARGET)."""
     d = Derivations()
     floor = max(1, replicas)
     if phase_replicas is not None:
@@ -84,8 +85,9 @@ def plan_pools(*, replicas: int, serve_max: int | None, phase_replicas: tuple[in
           f"(pool nodes {nodes} + {what}: {why_extra}) x {gpus_per_node} GPUs", note)
     policy, root, (iops, throughput) = _root_volume(d, ephemeral_bytes * _pods_per_node(
         nodes_per_replica, gpus_per_pod, gpus_per_node), ephemeral_bytes, local_nvme_bytes)
-    queue = max(2 * KEDA_QUEUE_TARGET, math.ceil(max_num_seqs / 4))
-    d.add("queue_alert_threshold", str(queue), f"max(2 x KEDA target {KEDA_QUEUE_TARGET}, max_num_seqs {max_num_seqs} / 4)",
+    target, target_what = (KEDA_QUEUE_TARGET, "KEDA target") if keda_target is None else (keda_target, "measured KEDA target")
+    queue = max(2 * target, math.ceil(max_num_seqs / 4))
+    d.add("queue_alert_threshold", str(queue), f"max(2 x {target_what} {target}, max_num_seqs {max_num_seqs} / 4)",
           "the queue alert means autoscaling is not keeping up, not that it is about to act")
     period = min(HPA_MAX_PERIOD_SECONDS, max(HPA_MIN_PERIOD_SECONDS, startup_seconds))
     d.add("scale_up_period_seconds", f"{period} s",

@@ -386,3 +386,42 @@ def test_dashboard_has_the_endpoint_picker_row() -> None:
     assert "histogram_quantile(0.99, sum by (namespace, service, le) (rate(" \
         "inference_extension_scheduler_e2e_duration_seconds_bucket{" in exprs
     assert "inference_extension_prefix_indexer_hit_ratio_bucket{" in exprs
+
+
+COST_RECORD = "namespace_job_model:vllm_cost_usd_per_million_output_tokens:rate5m"
+
+
+def _cost_group(objects) -> dict | None:
+    rules = _of_kind(objects, "PrometheusRule")
+    groups = [g for r in rules for g in r["spec"]["groups"] if g["name"] == "vllm-eks.cost"]
+    assert len(groups) <= 1
+    return groups[0] if groups else None
+
+
+@pytest.mark.parametrize("values_file", SCENARIO_FILES, ids=_id)
+def test_cost_rules_carry_the_plans_price(values_file: Path) -> None:
+    """Every scenario has a catalog price: the generator wrote the Plan's cost_per_hour_usd as the
+    replica price, and the cost group multiplies the release's engine pods by it; the dashboard's
+    cost panel reads the recorded series."""
+    price = _values(values_file).cost.price_per_replica_hour_usd
+    plan = json.loads((values_file.parent / "plan.json").read_text())
+    assert price == plan["cost_per_hour_usd"] > 0
+    objects = _render(values_file)
+    group = _cost_group(objects)
+    assert group is not None, "no vllm-eks.cost group"
+    exprs = {r["record"]: r["expr"] for r in group["rules"]}
+    assert COST_RECORD in exprs
+    hourly = exprs["namespace_job_model:vllm_serving_cost_usd_per_hour"]
+    assert f"* {price}" in hourly.replace("\n", " ") or f"* {price:g}" in hourly, hourly
+    assert f'namespace="{NAMESPACE}"' in hourly and "vllm:generation_tokens_total{" in hourly
+    (_, _, dashboard), *_ = _dashboards(objects)
+    panels = [p for p in dashboard["panels"] if any(COST_RECORD in t.get("expr", "") for t in p.get("targets", []))]
+    assert [p["title"] for p in panels] == ["Cost per million output tokens"]
+
+
+def test_no_price_no_cost_rules() -> None:
+    """The chart default (price 0, e.g. hardware outside the catalog without --price-per-hour):
+    no cost group; the other rules render as before."""
+    objects = helm.render(CHART, [CI_FILES[0]], release="vllm", namespace=NAMESPACE,
+                          set_values={"cost.pricePerReplicaHourUsd": 0})
+    assert _of_kind(objects, "PrometheusRule") and _cost_group(objects) is None

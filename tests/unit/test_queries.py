@@ -36,6 +36,7 @@ PLACEHOLDERS = {
     "tpotP99Seconds": "0.1",
     "kvCacheUsage": "0.9",
     "queueDepthPerReplica": "64",
+    "pricePerReplicaHourUsd": "50",
     "errorRatio": "0.05",
     "preemptionsPerSecond": "0.1",
     "restarts": "3",

@@ -32,3 +32,21 @@ def test_other_routing_leaves_the_picker_monitor_off(plan, routing: str) -> None
 
 def test_default_routing_leaves_the_picker_monitor_off(plan) -> None:
     assert not observability.build_values(plan, ValuesOptions()).monitors.picker.enabled
+
+
+def test_cost_price_is_the_plans_replica_price(plan) -> None:
+    """cost.pricePerReplicaHourUsd is the Plan's cost_per_hour_usd: one replica, all its nodes or
+    its share of one node's GPUs (pools.plan_cost), not the node price."""
+    v = observability.build_values(plan, ValuesOptions())
+    assert v.cost.price_per_replica_hour_usd == plan.cost.cost_per_hour_usd > 0
+    tp4 = make_plan(PlanRequest(model="llama-3.1-70b-instruct", instance="g6e.12xlarge", price_per_hour=40.0))
+    share = tp4.layout.gpus_per_pod / tp4.node.gpus_per_node * tp4.layout.nodes_per_replica
+    assert observability.build_values(tp4, ValuesOptions()).cost.price_per_replica_hour_usd == pytest.approx(40.0 * share)
+
+
+def test_no_price_writes_zero(plan) -> None:
+    """Hardware outside the catalog without --price-per-hour has no price: 0 leaves the cost rules out."""
+    p = make_plan(PlanRequest(model="qwen2.5-7b-instruct", gpu_memory_mib=81559, gpus_per_node=1,
+                              hardware_name="x1.gpu"))
+    assert p.cost.cost_per_hour_usd is None
+    assert observability.build_values(p, ValuesOptions()).cost.price_per_replica_hour_usd == 0

@@ -173,6 +173,7 @@ queueDepthPerReplica: {{ .Values.rules.thresholds.queueDepthPerReplica | toStrin
 errorRatio: {{ .Values.rules.thresholds.errorRatio | toString | quote }}
 preemptionsPerSecond: {{ .Values.rules.thresholds.preemptionsPerSecond | toString | quote }}
 restarts: {{ .Values.rules.thresholds.restarts | toString | quote }}
+pricePerReplicaHourUsd: {{ .Values.cost.pricePerReplicaHourUsd | toString | quote }}
 {{- end -}}
 
 {{/*

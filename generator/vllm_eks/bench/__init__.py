@@ -4,7 +4,7 @@ and autoscaling settings.
 
 One module per concern: results (the result file model and loading), knee (the knee and the SLO
 limit), cost, plots, compare (Plan estimates against measurements), recommend, analyze (the
-report) and runner (the sweep).
+report), runner (the sweep) and feedback (`--from-benchmark`: the recommendations into the Plan).
 
 For other parts of the project (a values --from-benchmark, a chart benchmark Job):
 - `analyze.analyze(paths, plan=...) -> Analysis` (with `results.load_sweep(paths)` to load once):

@@ -117,6 +117,13 @@ def expand_paths(paths: list[str]) -> list[Path]:
                                    "wrote (or their folder)")
     out: list[Path] = []
     for p in map(Path, paths):
+        try:
+            p.stat()
+        except FileNotFoundError:
+            raise BenchmarkResultError(f"{p}: no such file") from None
+        except (OSError, ValueError) as e:  # a name too long, a NUL byte, a folder without permission
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            raise BenchmarkResultError(f"{str(p)[:80]!r}: cannot read: {why}") from None
         if p.is_dir():
             found = sorted(p.glob("*.json"))
             if not found:

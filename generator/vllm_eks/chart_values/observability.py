@@ -161,6 +161,13 @@ class Rules(ValuesModel):
     additional_alert_labels: dict[str, str] = Field(default_factory=dict, description="Extra labels on every alert")
 
 
+class Cost(ValuesModel):
+    price_per_replica_hour_usd: float = Field(default=0, ge=0, description=(
+        "USD per hour of one model replica (all its nodes, or its share of one node's GPUs): the Plan's "
+        "cost_per_hour_usd. The cost rules multiply it by the pods exporting vLLM token counts. 0: no cost "
+        "rules (the dashboard's cost panel stays empty)"))
+
+
 class ScalingPolicy(ValuesModel):
     stabilization_window_seconds: int = Field(ge=0, le=3600, description="HPA stabilization window (seconds)")
     replicas: Int32 = Field(ge=1, description="Replicas changed at most per periodSeconds")
@@ -249,6 +256,7 @@ class ObservabilityValues(ValuesModel):
     monitors: Monitors = Field(default_factory=Monitors, description="ServiceMonitors and PodMonitors")
     dashboards: Dashboards = Field(default_factory=Dashboards, description="Grafana dashboards")
     rules: Rules = Field(default_factory=Rules, description="Recording rules and alerts")
+    cost: Cost = Field(default_factory=Cost, description="Price behind the cost-per-million-tokens recording rule")
     autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="KEDA ScaledObject")
 
 
@@ -263,10 +271,13 @@ def vllm_inference_fullname(release: str) -> str:
 def autoscaling_for(plan: Plan) -> Autoscaling:
     """KEDA bounds from the Plan (pools.py): the planned replicas are the floor and the
     fallback, the Plan's autoscaling maximum the ceiling (the NodePool limit admits it); scale-up
-    adds at most two replicas per replica start-up time."""
+    adds at most two replicas per replica start-up time. The threshold is the measured one when a
+    benchmark sweep made the Plan (plan.measured)."""
     floor = plan.pool.autoscaling_min_replicas
     warmup = plan.pool.scale_up_period_seconds
     return Autoscaling(
+        # a benchmark sweep's threshold (values --from-benchmark), else the KEDA target of pools.py
+        threshold=plan.measured.keda_queue_threshold if plan.measured else KEDA_QUEUE_TARGET,
         min_replica_count=floor,
         max_replica_count=plan.pool.autoscaling_max_replicas,
         behavior=Behavior(
@@ -303,5 +314,6 @@ def build_values(plan: Plan, options: ValuesOptions) -> ObservabilityValues:
         metrics=Metrics(job=options.release),
         rules=Rules(thresholds=Thresholds(queue_depth_per_replica=plan.pool.queue_alert_threshold),
                     slo=Slo(ttft_p99_seconds=plan.slo.slo_ttft_p99_seconds, tpot_p99_seconds=plan.slo.slo_tpot_p99_seconds)),
+        cost=Cost(price_per_replica_hour_usd=plan.cost.cost_per_hour_usd or 0),
         autoscaling=autoscaling_for(plan),
     )
