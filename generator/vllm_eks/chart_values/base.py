@@ -70,6 +70,14 @@ class ValuesModel(BaseModel):
                               protected_namespaces=())
 
 
+class ResourceList(ValuesModel):
+    """Kubernetes requests or limits; an empty quantity is left out."""
+
+    cpu: OptionalQuantity = Field("", description="CPU quantity; empty: not set")
+    memory: OptionalQuantity = Field("", description="Memory quantity; empty: not set")
+    ephemeral_storage: OptionalQuantity = Field("", description="ephemeral-storage quantity; empty: not set")
+
+
 class ContainerImage(ValuesModel):
     """A container image: repository and tag (each chart's subclass gives the defaults), or a digest."""
 

@@ -18,8 +18,10 @@ from ..engine_settings import serve_flags
 from ..topology import ON_RAY, Topology, keda_scales
 from .base import (DNS1123_LABEL, DNS1123_SUBDOMAIN, IMAGE_TAG, INT32_MAX, OPTIONAL_AVAILABILITY_ZONE,
                    OPTIONAL_DNS1035_LABEL, OPTIONAL_DNS1123_LABEL, OPTIONAL_DNS1123_SUBDOMAIN, OPTIONAL_IMAGE_TAG,
-                   AnnotationMap, ContainerImage, Int32, KubernetesObject, LabelMap, OptionalQuantity, Quantity, ValuesModel)
+                   AnnotationMap, ContainerImage, Int32, KubernetesObject, LabelMap, OptionalQuantity, Quantity, ResourceList,
+                   ValuesModel)
 from .options import ValuesOptions, efa_zone
+from .benchmark import Benchmark
 from .routing import ApiKey, RayRequestRouter, Routing
 from .routing_builder import api_key_values, check_routing, routing_values
 from ..units import bytes_quantity, cpu_quantity
@@ -174,12 +176,6 @@ class Engine(ValuesModel):
 
 class Gpu(ValuesModel):
     count: Int32 = Field(1, ge=1, description="nvidia.com/gpu limit per pod")
-
-
-class ResourceList(ValuesModel):
-    cpu: OptionalQuantity = Field("", description="CPU quantity; empty: not set")
-    memory: OptionalQuantity = Field("", description="Memory quantity; empty: not set")
-    ephemeral_storage: OptionalQuantity = Field("", description="ephemeral-storage quantity; empty: not set")
 
 
 class Resources(ValuesModel):
@@ -605,6 +601,9 @@ class VllmInferenceValues(ValuesModel):
     service_account: ServiceAccount = Field(default_factory=ServiceAccount, description="ServiceAccount of the pods")
     pod_disruption_budget: PodDisruptionBudget = Field(default_factory=PodDisruptionBudget, description="PodDisruptionBudget")
     test: HelmTest = Field(default_factory=HelmTest, description="helm test smoke request")
+    benchmark: Benchmark = Field(default_factory=Benchmark, description=(
+        "Benchmark sweep: `vllm bench serve` per concurrency level against the release's Service, as a "
+        "Job or a helm test"))
     routing: Routing = Field(default_factory=Routing, description=(
         "How clients reach the servers: the Service (service), a Gateway API Inference Extension "
         "InferencePool with its Endpoint Picker (gateway) or an AWS ALB Ingress (alb)"))
