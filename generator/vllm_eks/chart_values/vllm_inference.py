@@ -198,10 +198,39 @@ class Shm(ValuesModel):
         "sizeLimit of the memory-backed /dev/shm (PyTorch/NCCL shared memory between workers)"))
 
 
+class CachePvc(ValuesModel):
+    claim_name: str = Field("", pattern=OPTIONAL_DNS1123_SUBDOMAIN, description=(
+        "Existing PersistentVolumeClaim to hold the caches; empty with create true: the chart's claim "
+        "<fullname>-cache"))
+    create: bool = Field(False, description=(
+        "Create the claim <fullname>-cache (size, storageClassName, accessMode below); it is deleted "
+        "with the release"))
+    size: OptionalQuantity = Field("", description=(
+        "storage request of the created claim (the Plan's weights plus compile caches); required with create"))
+    storage_class_name: str = Field("", pattern=OPTIONAL_DNS1123_SUBDOMAIN, description=(
+        "storageClassName of the created claim; empty: the cluster's default StorageClass"))
+    access_mode: Literal["ReadWriteOnce", "ReadWriteMany"] = Field("ReadWriteOnce", description=(
+        "accessModes of the created claim, and what the chart checks the topology against: "
+        "ReadWriteOnce (EBS) attaches to one node, so it serves one single-node pod with replicas 1, "
+        "replicasManagedExternally false and strategy Recreate; every other layout (replicas > 1, "
+        "autoscaled, multi-node, Ray) needs ReadWriteMany (EFS, FSx for Lustre), all pods sharing "
+        "one cache"))
+
+
 class Cache(ValuesModel):
+    type: Literal["emptyDir", "pvc", "instanceStore"] = Field("emptyDir", description=(
+        "Volume mounted at /var/cache/vllm holding HOME, HF_HOME (the Hugging Face download), "
+        "VLLM_CACHE_ROOT (torch.compile artifacts under torch_compile_cache), TORCHINDUCTOR_CACHE_DIR, "
+        "XDG, Triton and FlashInfer caches. emptyDir: on the node's root volume, lost with the pod. "
+        "pvc: a PersistentVolumeClaim, kept across pod restarts and reschedules (a warm restart "
+        "reuses weights and compiled graphs). instanceStore: an emptyDir for a GPU pool whose "
+        "instance-store NVMe is a RAID0 array holding kubelet storage (gpu-infra instanceStorePolicy "
+        "RAID0; the generator refuses it on other pools): NVMe speed, kept across container restarts "
+        "in the pod, lost when the pod is replaced (no hostPath: see docs/caching.md)"))
     size_limit: OptionalQuantity = Field("", description=(
-        "sizeLimit of the emptyDir holding HOME, HF_HOME, VLLM_CACHE_ROOT and XDG_CACHE_HOME "
-        "(the Hugging Face download lands here); empty: no limit beyond ephemeral-storage"))
+        "sizeLimit of the emptyDir (types emptyDir and instanceStore); empty: no limit beyond "
+        "ephemeral-storage"))
+    pvc: CachePvc = Field(default_factory=CachePvc, description="Settings of type pvc")
 
 
 class StartupProbe(ValuesModel):
