@@ -730,6 +730,7 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
         scheduling=Scheduling(pool=contract.pool_name(plan.instance, options.release, options.namespace),
                               instance_type=plan.instance, zone=efa_zone(plan.pod.efa_devices_per_pod, options)),
         service_account=ServiceAccount(annotations=annotations),
+        cache=_cache(plan, options),
     )
     if plan.pod.efa_devices_per_pod > 0 and plan.topology in ("single-node", "multi-node"):
         # NCCL reaches EFA only through aws-ofi-nccl, which the upstream image lacks.
@@ -737,6 +738,29 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
     _add_topology_values(values, plan)
     _add_routing_values(values, plan, options)
     return values
+
+
+def _cache(plan: Plan, options: ValuesOptions) -> Cache:
+    """cache.* from the Plan's --cache and the --cache-* flags. A claim is ReadWriteMany: every
+    topology the generator writes may run several server pods (KEDA scales single-node and
+    multi-node, LeaderWorkerSet groups and Ray clusters are several pods), which a ReadWriteOnce
+    claim cannot serve (the chart refuses it)."""
+    kind = plan.pod.cache
+    given = [f for f, v in (("--cache-pvc", options.cache_pvc), ("--cache-size", options.cache_size),
+                            ("--cache-storage-class", options.cache_storage_class)) if v]
+    if kind != "pvc":
+        if given:
+            raise InvalidOptionError(f"{', '.join(given)}: only with --cache pvc (the plan has --cache {kind})")
+        return Cache(type="instanceStore") if kind == "instance-store" else Cache()
+    if options.cache_pvc:
+        if len(given) > 1:
+            raise InvalidOptionError(
+                f"--cache-pvc names an existing claim; {', '.join(given[1:])} size a claim the chart creates: give one or the other")
+        return Cache(type="pvc", pvc=CachePvc(claim_name=options.cache_pvc, access_mode="ReadWriteMany"))
+    return Cache(type="pvc", pvc=CachePvc(
+        # whole GiB, rounded up: a claim's size is what storage classes provision in
+        create=True, size=options.cache_size or f"{math.ceil(plan.pod.cache_volume_bytes / 2**30)}Gi",
+        storage_class_name=options.cache_storage_class or "", access_mode="ReadWriteMany"))
 
 
 def _add_routing_values(values: VllmInferenceValues, plan: Plan, options: ValuesOptions) -> None:
