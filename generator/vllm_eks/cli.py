@@ -55,6 +55,12 @@ _PLAN_OPTIONS: list[Callable] = [
                  help="vLLM's async scheduling (on by default on GPUs; vLLM's CPU platform turns it off). "
                       "Sliding-window KV sizing depends on it."),
     click.option("--load-bandwidth-mib-s", type=float, help="Weight download/load rate for the startup-probe budget (default 400)."),
+    click.option("--cache", type=click.Choice(["emptydir", "pvc", "instance-store"]), default="emptydir", show_default=True,
+                 help="Volume of the Hugging Face and vLLM compile caches: emptydir (lost with the pod), pvc (a ReadWriteMany "
+                      "claim kept across pod restarts: warm restarts), instance-store (the pool's NVMe RAID0; kept across "
+                      "container restarts). Sets the warm start-up budget; see docs/caching.md."),
+    click.option("--cache-read-mib-s", type=float,
+                 help="Read rate of the cache volume for the warm start-up budget (default: 125 for pvc, 1000 otherwise)."),
     click.option("--daemonset-reserve-cpu", help="CPU kept on every GPU node for its DaemonSets (Kubernetes quantity, e.g. 2 or 1500m; default 2, see `explain`)."),
     click.option("--daemonset-reserve-memory", help="Memory kept on every GPU node for its DaemonSets (Kubernetes quantity, e.g. 4Gi; default 4Gi)."),
     click.option("--served-model-name", help="Name clients use (default: the Hugging Face repo id)."),
@@ -192,6 +198,10 @@ def explain(**kwargs) -> None:
 @click.option("--hf-token-secret", default="hf-token", show_default=True, help="Existing Secret with key HF_TOKEN ('' for none).")
 @click.option("--pvc-name", help="Existing PVC holding the weights (with --model-source-kind pvc).")
 @click.option("--pvc-mount-path", default="/models", show_default=True, help="Where the PVC is mounted; --model-source is a path under it.")
+@click.option("--cache-pvc", help="With --cache pvc: an existing ReadWriteMany claim for the caches (default: the chart creates one).")
+@click.option("--cache-size", help="With --cache pvc: size of the claim the chart creates (default: the Plan's cache_volume_bytes).")
+@click.option("--cache-storage-class", help="With --cache pvc: StorageClass of the claim the chart creates, e.g. an EFS class "
+                                            "(default: the cluster's default).")
 @click.option("--iam-role-arn", help="IAM role for the model server's ServiceAccount (IRSA), e.g. to read an s3:// model.")
 @click.option("--cluster-name", default="my-cluster", show_default=True, help="EKS cluster name (Karpenter discovery tag).")
 @click.option("--capacity-type", "capacity_types", multiple=True, type=click.Choice(["on-demand", "spot", "reserved"]), help="Karpenter capacity types (repeatable; default on-demand).")

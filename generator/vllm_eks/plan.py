@@ -95,7 +95,18 @@ class PodPlan(Section):
         description="Memory left on every GPU node for its DaemonSets before the pods share the rest")
     ephemeral_storage_bytes: int
     load_bandwidth_bytes_per_s: int
-    startup_probe_seconds: int
+    cache: Literal["emptydir", "pvc", "instance-store"] = Field(description=(
+        "Volume of HOME, the Hugging Face cache and vLLM's compile caches (charts/vllm-inference cache.type)"))
+    cache_read_bytes_per_s: int = Field(description="Read rate of the cache volume (warm start-up)")
+    cache_volume_bytes: int = Field(description="What the cache volume holds at most: a claim's size")
+    cold_startup_seconds: int = Field(description=(
+        "Start-up with nothing cached: weights at the source's load bandwidth, engine init with compilation"))
+    warm_startup_seconds: int = Field(description=(
+        "Start-up on a cache a previous start filled: weights read from the cache volume (a Hugging Face "
+        "source) and compiled graphs loaded, not compiled"))
+    startup_probe_seconds: int = Field(description=(
+        "The startup probe's budget: the cold start-up always (a first start on a new claim or node, or "
+        "after an upgrade that changes the compile cache key, is cold)"))
     shutdown_timeout_seconds: int
     prestop_seconds: int
     termination_grace_period_seconds: int

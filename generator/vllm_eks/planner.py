@@ -12,6 +12,7 @@ from .pools import plan_cost, plan_pools
 from .quota import plan_quota
 from .request import PlanRequest, model_source_kind
 from .routing_plan import routing_plan
+from .errors import InvalidOptionError
 from .sizing import size_pod
 
 
@@ -36,7 +37,8 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
     pod = size_pod(dec.hw, tp, tp, pp > 1 or topology == "disaggregated", b.weights_total, pp,
                    downloads_weights=model_source_kind(req.model_source) == "huggingface",
                    load_bandwidth=int(req.load_bandwidth_mib_s * 1024**2) if req.load_bandwidth_mib_s else None,
-                   reserve=(req.daemonset_reserve_cpu, req.daemonset_reserve_memory))
+                   reserve=(req.daemonset_reserve_cpu, req.daemonset_reserve_memory), cache=req.cache,
+                   cache_read=int(req.cache_read_mib_s * 1024**2) if req.cache_read_mib_s else None)
     serve = serve_autoscaling(req, layout, seqs) if topology == "ray-serve" else None
     prefill, decode = phases(req, layout, engine) if topology == "disaggregated" else (None, None)
     pool = plan_pools(replicas=layout.replicas, serve_max=serve.max_replicas if serve else None,
@@ -46,6 +48,11 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
                       ephemeral_bytes=pod.ephemeral_storage_bytes, max_num_seqs=seqs,
                       startup_seconds=pod.startup_probe_seconds, local_nvme_bytes=dec.hw.local_nvme_gb * 10**9,
                       keda_target=measured.keda_queue_threshold if measured else None)
+    if req.cache == "instance-store" and pool.instance_store_policy != "RAID0":
+        raise InvalidOptionError(
+            f"--cache instance-store needs a GPU pool whose instance-store NVMe is a RAID0 array holding kubelet "
+            f"storage, and the {dec.hw.name} pool ({'--hardware-name' if req.hardware_name else '--instance'}) has none ({_no_raid0_reason(dec.hw.local_nvme_gb)}): "
+            "use --cache pvc or --cache emptydir")
     slo = default_slos(dec.a, dec.hw, tp, pp, b.weights_total, max_len)
     return Plan(model=dec.model.id, model_source=source, served_model_name=dec.served_model_name,
                 instance=dec.hw.name, topology=topology, node=node_plan(dec.hw, pp > 1), layout=layout,
@@ -55,3 +62,7 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
                                  topology=topology, layout=layout, pool=pool, serve=serve, prefill=prefill,
                                  decode=decode),
                 serve_autoscaling=serve, prefill=prefill, decode=decode, measured=measured)
+
+
+def _no_raid0_reason(local_nvme_gb: int) -> str:
+    return "no local NVMe disks" if not local_nvme_gb else "its NVMe array is too small for the pods' ephemeral storage"

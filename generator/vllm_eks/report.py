@@ -32,7 +32,8 @@ def summary_rows(p: Plan) -> list[tuple[str, str]]:
         ("/dev/shm", gib(p.pod.shm_size_bytes)),
         ("pod requests", f"{p.layout.gpus_per_pod} GPU, {p.pod.cpu_request_millicores}m CPU, {gib(p.pod.memory_request_bytes)} memory, "
                          f"{gib(p.pod.ephemeral_storage_bytes)} ephemeral, {p.pod.efa_devices_per_pod} EFA"),
-        ("startup probe budget", f"{p.pod.startup_probe_seconds} s"),
+        ("startup probe budget", f"{p.pod.startup_probe_seconds} s (cold start-up; warm {p.pod.warm_startup_seconds} s "
+                                 f"on --cache {p.pod.cache})"),
         ("grace period", f"{p.pod.termination_grace_period_seconds} s (preStop {p.pod.prestop_seconds} s, "
                          f"--shutdown-timeout {p.pod.shutdown_timeout_seconds} s)"),
         ("cost per replica", f"${p.cost.cost_per_hour_usd:.2f}/h" if p.cost.cost_per_hour_usd is not None else "unknown price"),

@@ -55,6 +55,11 @@ class PlanRequest(BaseModel):
 
     # pod sizing inputs
     load_bandwidth_mib_s: float | None = None
+    cache: Literal["emptydir", "pvc", "instance-store"] = Field(default="emptydir", description=(
+        "Volume of the Hugging Face and vLLM compile caches: emptydir (lost with the pod), pvc (kept "
+        "across pod restarts), instance-store (the pool's NVMe RAID0, kept across container restarts)"))
+    cache_read_mib_s: float | None = Field(default=None, gt=0, description=(
+        "Read rate of the cache volume for the warm start-up budget (default: sizing.py per --cache)"))
     daemonset_reserve_cpu: str | None = Field(
         default=None, description="CPU quantity kept on every GPU node for DaemonSets (default: sizing.py)")
     daemonset_reserve_memory: str | None = Field(

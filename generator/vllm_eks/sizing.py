@@ -58,6 +58,16 @@ SHM_MAX = 16 * GIB
 SHM_MIN = 1 * GIB
 # Engine start-up besides reading weights: CUDA init, torch.compile, profiling, CUDA graphs.
 ENGINE_INIT_SECONDS = 180
+# The same on a warm cache: vLLM loads the compiled graphs from VLLM_CACHE_ROOT/torch_compile_cache
+# ("Directly load the compiled graph(s) ... from the cache", vllm/compilation/backends.py) instead
+# of compiling; CUDA init, memory profiling and CUDA graph capture still run at every start.
+WARM_ENGINE_INIT_SECONDS = 90
+# Read rate of the cache volume per --cache, unless --cache-read-mib-s says otherwise:
+# pvc: gp3's baseline 125 MiB/s, the slowest usual claim (EFS, FSx for Lustre and provisioned gp3
+# read faster: give their rate); instance-store: one NVMe instance-store disk reads well above
+# 1 GiB/s, the RAID0 array more; emptydir: the node's root volume (a container restart in the same
+# pod finds the emptyDir again), gp3 at the throughput gpu-infra provisions (pools.py GP3_MAXIMUM).
+CACHE_READ_MIB_S = {"pvc": 125, "instance-store": 1000, "emptydir": 1000}
 STARTUP_ROUNDING_SECONDS = 30
 # Weights are downloaded (Hugging Face) or streamed at this rate unless the user says otherwise.
 DEFAULT_LOAD_BANDWIDTH = 400 * MIB
@@ -74,31 +84,61 @@ UNKNOWN_NODE_MEMORY_PER_GPU = 8 * GIB
 
 def size_pod(hw: Hardware, gpus_per_pod: int, tp: int, multi_node: bool, checkpoint_bytes: int,
              nodes_per_replica: int, downloads_weights: bool, load_bandwidth: int | None,
-             reserve: tuple[str | None, str | None] = (None, None)) -> PodPlan:
+             reserve: tuple[str | None, str | None] = (None, None), cache: str = "emptydir",
+             cache_read: int | None = None) -> PodPlan:
     """The pod section of the Plan, with a derivation for each number. `reserve` is the
-    DaemonSet reserve as given (--daemonset-reserve-cpu, --daemonset-reserve-memory)."""
+    DaemonSet reserve as given (--daemonset-reserve-cpu, --daemonset-reserve-memory); `cache`
+    and `cache_read` are --cache and --cache-read-mib-s (bytes/s)."""
     d = Derivations()
     shm = min(SHM_MAX, max(SHM_MIN, SHM_PER_RANK * tp))
     d.add("shm_size_bytes", gib(shm), f"min({gib_exact(SHM_MAX)}, max({gib_exact(SHM_MIN)}, {gib_exact(SHM_PER_RANK)} x TP {tp}))")
     reserve_cpu, reserve_mem = daemonset_reserve(d, hw, *reserve)
     cpu, mem = _cpu_and_memory(d, hw, gpus_per_pod, shm, reserve_cpu, reserve_mem)
     per_pod_weights = checkpoint_bytes // nodes_per_replica
-    if downloads_weights:
+    if downloads_weights and cache == "pvc":
+        ephemeral = SCRATCH_BYTES
+        why = f"checkpoint downloaded to the cache claim (--cache pvc), {gib_exact(SCRATCH_BYTES)} scratch"
+    elif downloads_weights:
         ephemeral = checkpoint_bytes + SCRATCH_BYTES
         why = f"whole checkpoint downloaded to the node + {gib_exact(SCRATCH_BYTES)} scratch"
     else:
         ephemeral = SCRATCH_BYTES
         why = f"weights streamed or mounted, {gib_exact(SCRATCH_BYTES)} scratch"
     d.add("ephemeral_storage_bytes", gib(ephemeral), why)
+    cache_volume = (checkpoint_bytes if downloads_weights else 0) + SCRATCH_BYTES
+    d.add("cache_volume_bytes", gib(cache_volume),
+          (f"whole checkpoint ({gib(checkpoint_bytes)}, the Hugging Face download) + " if downloads_weights
+           else "weights streamed or mounted, not cached: ") + f"{gib_exact(SCRATCH_BYTES)} compile caches and scratch",
+          "size of a claim the chart creates for --cache pvc")
     bw = load_bandwidth or DEFAULT_LOAD_BANDWIDTH
     # a download is read twice (network to disk, then disk to GPU); streaming reads once
     passes = 2 if downloads_weights else 1
     read = checkpoint_bytes if downloads_weights else per_pod_weights
-    startup = int(math.ceil((passes * read / bw + ENGINE_INIT_SECONDS) / STARTUP_ROUNDING_SECONDS)
-                  * STARTUP_ROUNDING_SECONDS)
-    d.add("startup_probe_seconds", f"{startup} s",
-          f"{passes} x {read / GIB:.1f} GiB / {bw / MIB:.0f} MiB/s + {ENGINE_INIT_SECONDS} s engine init, "
-          f"rounded up to {STARTUP_ROUNDING_SECONDS} s")
+    cold = _round_up(passes * read / bw + ENGINE_INIT_SECONDS)
+    d.add("cold_startup_seconds", f"{cold} s",
+          f"{passes} x {read / GIB:.1f} GiB / {bw / MIB:.0f} MiB/s + {ENGINE_INIT_SECONDS} s engine init "
+          f"(compilation, profiling, CUDA graphs), rounded up to {STARTUP_ROUNDING_SECONDS} s",
+          "nothing cached: " + ("download to the cache volume, then read into the GPUs" if downloads_weights
+                                else "weights streamed or read from their volume"))
+    cache_bw = cache_read or CACHE_READ_MIB_S[cache] * MIB
+    d.add("cache_read_bytes_per_s", f"{cache_bw / MIB:.0f} MiB/s",
+          "set by --cache-read-mib-s" if cache_read else f"default for --cache {cache} (sizing.py CACHE_READ_MIB_S)")
+    if downloads_weights:
+        warm_read, warm_bw, warm_why = checkpoint_bytes, cache_bw, "weights read once from the Hugging Face cache"
+    else:
+        warm_read, warm_bw, warm_why = read, bw, "weights streamed or read from their volume as at a cold start"
+    warm = _round_up(warm_read / warm_bw + WARM_ENGINE_INIT_SECONDS)
+    kept = {"pvc": "kept by the claim across pod restarts and reschedules",
+            "instance-store": "kept on the node's NVMe across container restarts, lost when the pod is replaced",
+            "emptydir": "kept across container restarts in the same pod only"}[cache]
+    d.add("warm_startup_seconds", f"{warm} s",
+          f"{warm_read / GIB:.1f} GiB / {warm_bw / MIB:.0f} MiB/s + {WARM_ENGINE_INIT_SECONDS} s engine init "
+          f"(compiled graphs loaded from VLLM_CACHE_ROOT), rounded up to {STARTUP_ROUNDING_SECONDS} s",
+          f"{warm_why}; the cache is {kept}")
+    startup = cold
+    d.add("startup_probe_seconds", f"{startup} s", "the cold start-up, whatever the cache",
+          "a first start on a new claim or node, or after an upgrade that changes vLLM's compile cache key, is "
+          "cold; a warm budget would kill it before it fills the cache")
     grace = PRESTOP_SECONDS + SHUTDOWN_TIMEOUT_SECONDS + GRACE_MARGIN_SECONDS
     d.add("termination_grace_period_seconds", f"{grace} s",
           f"preStop {PRESTOP_SECONDS} s + --shutdown-timeout {SHUTDOWN_TIMEOUT_SECONDS} s + {GRACE_MARGIN_SECONDS} s margin")
@@ -107,9 +147,15 @@ def size_pod(hw: Hardware, gpus_per_pod: int, tp: int, multi_node: bool, checkpo
           else "single node: no cross-node traffic")
     return PodPlan(shm_size_bytes=shm, efa_devices_per_pod=efa, cpu_request_millicores=cpu, memory_request_bytes=mem,
                    daemonset_reserve_cpu_millicores=reserve_cpu, daemonset_reserve_memory_bytes=reserve_mem,
-                   ephemeral_storage_bytes=ephemeral, load_bandwidth_bytes_per_s=bw, startup_probe_seconds=startup,
+                   ephemeral_storage_bytes=ephemeral, load_bandwidth_bytes_per_s=bw, cache=cache,
+                   cache_read_bytes_per_s=cache_bw, cache_volume_bytes=cache_volume, cold_startup_seconds=cold, warm_startup_seconds=warm,
+                   startup_probe_seconds=startup,
                    shutdown_timeout_seconds=SHUTDOWN_TIMEOUT_SECONDS, prestop_seconds=PRESTOP_SECONDS,
                    termination_grace_period_seconds=grace, derivations=d.items)
+
+
+def _round_up(seconds: float) -> int:
+    return int(math.ceil(seconds / STARTUP_ROUNDING_SECONDS) * STARTUP_ROUNDING_SECONDS)
 
 
 def daemonset_reserve(d: Derivations, hw: Hardware, cpu: str | None, memory: str | None) -> tuple[int, int]:

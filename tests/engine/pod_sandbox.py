@@ -46,7 +46,11 @@ class PodSandbox:
     readonly_binds: dict[str, Path] = field(default_factory=dict)  # sandbox path -> host path
 
     @classmethod
-    def for_container(cls, pod_spec: dict[str, Any], container: dict[str, Any], workdir: Path) -> "PodSandbox":
+    def for_container(cls, pod_spec: dict[str, Any], container: dict[str, Any], workdir: Path,
+                      claims: dict[str, Path] | None = None) -> "PodSandbox":
+        """`claims` maps a PersistentVolumeClaim name to the host folder standing in for its
+        volume: a writable claim the container mounts is bound from there, so two sandboxes given
+        the same folder see one persistent volume (a pod replaced, its claim attached again)."""
         if os.geteuid() != 0 or not (shutil.which("unshare") and shutil.which("setpriv")):
             raise SandboxUnavailable("the pod sandbox needs root, unshare and setpriv (util-linux)")
         sc = pod_spec.get("securityContext") or {}
@@ -56,6 +60,13 @@ class PodSandbox:
         volumes = {v["name"]: v for v in pod_spec.get("volumes") or []}
         for m in container.get("volumeMounts") or []:
             vol = volumes[m["name"]]
+            claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+            if claim and not m.get("readOnly") and claims and claim in claims:
+                host = claims[claim]
+                host.mkdir(parents=True, exist_ok=True)
+                host.chmod(0o777)  # stands in for a volume the pod's fsGroup may write
+                box.volumes[m["mountPath"].rstrip("/")] = host
+                continue
             if m.get("readOnly") or "emptyDir" not in vol:
                 continue  # ConfigMaps, Secrets and read-only claims: nothing is written there
             if (vol["emptyDir"] or {}).get("medium") == "Memory":

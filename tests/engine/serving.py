@@ -11,11 +11,14 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import scenarios as sc
 from .cpu import Substituted, cpu_substitutions, tiny_model_for
 from .server import VllmServer, free_port
+
+if TYPE_CHECKING:
+    from .pod_sandbox import PodSandbox
 
 # The scenario whose server also serves the Prometheus and drain checks (the README's default
 # model and instance); it is served last so that its server is still up for those tests.
@@ -63,6 +66,24 @@ def prepare(name: str, objects: list[dict[str, Any]], tiny_models: dict[str, dic
     port = free_port()
     return ScenarioRun(name, objects, inv, tiny, path,
                        cpu_substitutions(inv.args, tiny_model=path, port=port))
+
+
+def sandboxed_server(run: ScenarioRun, container: dict[str, Any], box: "PodSandbox", name: str,
+                     log_path: Path) -> tuple[list[str], dict[str, str], VllmServer]:
+    """The scenario's server as its pod runs it, in `box` (tests/engine/pod_sandbox.py): the
+    rendered env unchanged plus the CPU substitutions, the stand-in model bound read-only.
+    Returns the sandbox's argv prefix, the env and the (not yet started) server."""
+    from .engine_env import SCRIPTS, engine_venv
+
+    model = box.bind_model(Path(run.tiny_path))
+    venv = engine_venv()
+    wrapper = box.wrapper([venv.root, Path(os.path.realpath(venv.python)).parents[1], SCRIPTS])
+    env = {e["name"]: str(e["value"]) for e in container["env"] if "value" in e}
+    env.update(run.sub.env)
+    args = [a.replace(run.tiny_path, model) for a in run.sub.args]
+    port = free_port()
+    args[args.index("--port") + 1] = str(port)
+    return wrapper, env, VllmServer(name=name, args=args, env=env, port=port, log_path=log_path, wrapper=wrapper)
 
 
 def server_key(run: ScenarioRun) -> tuple:

@@ -9,7 +9,6 @@ volume in the engine tier's report. Only the CPU substitutions of cpu.py change 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -18,8 +17,7 @@ import pytest
 from tests.engine.engine_env import SCRIPTS, base_env, engine_venv
 from tests.engine.pod_sandbox import PodSandbox
 from tests.engine.report import REPORT
-from tests.engine.server import VllmServer, free_port
-from tests.engine.serving import prepare
+from tests.engine.serving import prepare, sandboxed_server
 
 SCENARIO = "qwen2.5-7b-g6-xlarge"
 # What a write refused by the read-only root or by the id's permissions looks like in a log.
@@ -52,17 +50,9 @@ def sandboxed(rendered_scenarios, tiny_models, engine_workdir: Path, server_pool
     spec = run.deployment_pod_spec
     container = _container(spec)
     box = PodSandbox.for_container(spec, container, engine_workdir / "pod-sandbox")
-    model = box.bind_model(Path(run.tiny_path))
-    venv = engine_venv()
-    wrapper = box.wrapper([venv.root, Path(os.path.realpath(venv.python)).parents[1], SCRIPTS])
-    env = {e["name"]: str(e["value"]) for e in container["env"] if "value" in e}
-    env.update(run.sub.env)
-    args = [a.replace(run.tiny_path, model) for a in run.sub.args]
     server_pool.stop_current()  # one server at a time on this machine
-    port = free_port()
-    args[args.index("--port") + 1] = str(port)
-    srv = VllmServer(name=f"pod-sandbox-{SCENARIO}", args=args, env=env, port=port,
-                     log_path=engine_workdir / "logs" / f"pod-sandbox-{SCENARIO}.log", wrapper=wrapper)
+    wrapper, env, srv = sandboxed_server(run, container, box, f"pod-sandbox-{SCENARIO}",
+                                         engine_workdir / "logs" / f"pod-sandbox-{SCENARIO}.log")
     yield box, wrapper, env, container, srv
     srv.stop()
 

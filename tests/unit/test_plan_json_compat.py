@@ -123,7 +123,9 @@ def _ray_upgrade_limit_change(old, new, old_plan, new_plan) -> bool:
 # Derivation lines added by defects 6 and 7, and the lines whose value follows the changed keys.
 # Defect 10 added the block_size line (the attention backend's rule); issue 15 the routing section;
 # issue 16 the quota section.
-_NEW_DERIVATIONS = {"daemonset_reserve_cpu_millicores", "daemonset_reserve_memory_bytes", "instance_store_policy",
+# issue 18 the cache lines (--cache: cold and warm start-up, the cache's read rate and size).
+_NEW_DERIVATIONS = {"cache_volume_bytes", "cold_startup_seconds", "cache_read_bytes_per_s", "warm_startup_seconds",
+                    "daemonset_reserve_cpu_millicores", "daemonset_reserve_memory_bytes", "instance_store_policy",
                     "block_size", "decode_tokens_per_second", "longest_stream_seconds", "request_timeout_seconds",
                     "alb_idle_timeout_seconds", "picker_prefix_block_size", "picker_max_prefix_blocks",
                     "picker_lru_capacity_per_server", "picker_cpu_request_millicores", "picker_memory_request_bytes",

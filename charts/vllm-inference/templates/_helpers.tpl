@@ -124,6 +124,11 @@ vLLM's metrics leave a RayService; defined here only. */}}
 /var/cache/vllm
 {{- end }}
 
+{{/* The claim of cache.type pvc: the existing one named, else the chart's <fullname>-cache. */}}
+{{- define "vllm-inference.cacheClaimName" -}}
+{{- .Values.cache.pvc.claimName | default (printf "%s-cache" (include "vllm-inference.fullname" .)) -}}
+{{- end }}
+
 {{/*
 Arguments after the container command: the model, then the arguments the chart owns, then the
 Plan's engine arguments, then the user's extra ones. multi-node: the LeaderWorkerSet template

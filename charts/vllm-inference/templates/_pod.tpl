@@ -162,10 +162,11 @@ from its Secret, the NCCL/libfabric settings of multi-node and EFA pods, then ex
   value: {{ $cache }}/flashinfer
 - name: TMPDIR
   value: /tmp
-# torch inductor's cache outside vLLM's own compile cache (under VLLM_CACHE_ROOT); named, so
-# it does not depend on the user name (default /tmp/torchinductor_<user>).
+# torch inductor's own cache (FX graphs, kernels) beside vLLM's compile cache
+# (VLLM_CACHE_ROOT/torch_compile_cache), on the cache volume so a persistent cache keeps both;
+# named, so it does not depend on the user name (default /tmp/torchinductor_<user>).
 - name: TORCHINDUCTOR_CACHE_DIR
-  value: /tmp/torchinductor
+  value: {{ $cache }}/torchinductor
 {{- if include "vllm-inference.onRay" . }}
 # Ray's session directory (<RAY_TMPDIR>/ray: logs, sockets, spilled objects).
 - name: RAY_TMPDIR
@@ -301,7 +302,10 @@ limits:
     medium: Memory
     sizeLimit: {{ $v.shm.sizeLimit | quote }}
 - name: cache
-  {{- if $v.cache.sizeLimit }}
+  {{- if eq $v.cache.type "pvc" }}
+  persistentVolumeClaim:
+    claimName: {{ include "vllm-inference.cacheClaimName" . | quote }}
+  {{- else if $v.cache.sizeLimit }}
   emptyDir:
     sizeLimit: {{ $v.cache.sizeLimit | quote }}
   {{- else }}

@@ -25,6 +25,7 @@ with every message. It also runs when a user skips schema validation (helm
 {{- $out = print $out (include "vllm-inference.validateValues.drainWithinGrace" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.s3ModelName" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.pvcModel" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.cacheVolume" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.rolloutProgress" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.networkPolicyClients" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.serviceAccountName" .) -}}
@@ -266,6 +267,36 @@ with every message. It also runs when a user skips schema validation (helm
 {{- end -}}
 {{- else if $s3Name -}}
 {{- printf "model.name: an s3:// URI needs model.source s3 (got %s)\n" (toString .Values.model.source) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* cache.type pvc: one claim (existing or created, a created one with a size), and a
+ReadWriteOnce claim only where one pod ever mounts it: single-node, replicas 1, not scaled from
+outside, strategy Recreate (a RollingUpdate surge pod on another node would wait on the attach). */}}
+{{- define "vllm-inference.validateValues.cacheVolume" -}}
+{{- $c := .Values.cache -}}
+{{- if eq (toString $c.type) "pvc" -}}
+{{- $p := $c.pvc -}}
+{{- if and $p.claimName $p.create -}}
+{{- print "cache.pvc: set claimName (an existing claim) or create true, not both\n" -}}
+{{- else if not (or $p.claimName $p.create) -}}
+{{- print "cache.pvc: cache.type pvc needs claimName (an existing claim) or create true\n" -}}
+{{- end -}}
+{{- if and $p.create (not $p.claimName) (not $p.size) -}}
+{{- print "cache.pvc.size: required when cache.pvc.create is true\n" -}}
+{{- end -}}
+{{- if eq (toString $p.accessMode) "ReadWriteOnce" -}}
+{{- $why := list -}}
+{{- if ne (toString .Values.topology) "single-node" -}}{{- $why = append $why (printf "topology %s runs several pods" (toString .Values.topology)) -}}{{- end -}}
+{{- if gt (int .Values.replicas) 1 -}}{{- $why = append $why (printf "replicas %d" (int .Values.replicas)) -}}{{- end -}}
+{{- if .Values.replicasManagedExternally -}}{{- $why = append $why "replicasManagedExternally true" -}}{{- end -}}
+{{- if and (eq (toString .Values.topology) "single-node") (ne (toString .Values.strategy.type) "Recreate") -}}{{- $why = append $why (printf "strategy.type %s starts the new pod beside the old" (toString .Values.strategy.type)) -}}{{- end -}}
+{{- if $why -}}
+{{- printf "cache.pvc.accessMode: ReadWriteOnce attaches to one node, but %s: use ReadWriteMany (EFS, FSx for Lustre) or a single-node Recreate release with replicas 1\n" (join ", " $why) -}}
+{{- end -}}
+{{- end -}}
+{{- else if or $c.pvc.claimName $c.pvc.create -}}
+{{- printf "cache.pvc: set only with cache.type pvc (cache.type is %s)\n" (toString $c.type) -}}
 {{- end -}}
 {{- end -}}
 

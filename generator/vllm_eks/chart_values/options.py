@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import InvalidOptionError
 from ..request import ModelSourceKind
 from .base import (ACM_CERTIFICATE_ARN, AVAILABILITY_ZONE, CAPACITY_RESERVATION_ID, DNS1123_LABEL, DNS1123_SUBDOMAIN,
-                   EKS_CLUSTER_NAME, IAM_ROLE_ARN, LABEL_VALUE)
+                   EKS_CLUSTER_NAME, IAM_ROLE_ARN, LABEL_VALUE, QUANTITY_PATTERN)
 
 ReservationId = Annotated[str, Field(pattern=CAPACITY_RESERVATION_ID, max_length=64)]
 RoutingMode = Literal["service", "gateway", "alb"]
@@ -30,6 +30,13 @@ class ValuesOptions(BaseModel):
     pvc_name: str | None = Field(default=None, pattern=DNS1123_SUBDOMAIN, max_length=253)
     pvc_mount_path: str = Field(default="/models", pattern=r"^/[^:]*$", max_length=1024,
                                 description="Where the PVC is mounted; the model source is a path under it")
+    # cache volume (charts/vllm-inference cache.*; --cache itself is a Plan flag)
+    cache_pvc: str | None = Field(default=None, pattern=DNS1123_SUBDOMAIN, max_length=253, description=(
+        "Existing ReadWriteMany claim for the caches (--cache pvc)"))
+    cache_size: str | None = Field(default=None, pattern=QUANTITY_PATTERN, max_length=64, description=(
+        "Size of the cache claim the chart creates (--cache pvc; default: the Plan's cache_volume_bytes)"))
+    cache_storage_class: str | None = Field(default=None, pattern=DNS1123_SUBDOMAIN, max_length=253, description=(
+        "StorageClass of the cache claim the chart creates (--cache pvc; default: the cluster's default)"))
     iam_role_arn: str | None = Field(default=None, pattern=IAM_ROLE_ARN, description=(
         "IAM role for the model server's ServiceAccount (IRSA annotation), e.g. to read an s3:// model"))
     # routing (charts/vllm-inference routing.*, apiKey)

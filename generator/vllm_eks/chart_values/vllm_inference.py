@@ -194,10 +194,39 @@ class Shm(ValuesModel):
         "sizeLimit of the memory-backed /dev/shm (PyTorch/NCCL shared memory between workers)"))
 
 
+class CachePvc(ValuesModel):
+    claim_name: str = Field("", pattern=OPTIONAL_DNS1123_SUBDOMAIN, description=(
+        "Existing PersistentVolumeClaim to hold the caches; empty with create true: the chart's claim "
+        "<fullname>-cache"))
+    create: bool = Field(False, description=(
+        "Create the claim <fullname>-cache (size, storageClassName, accessMode below); it is deleted "
+        "with the release"))
+    size: OptionalQuantity = Field("", description=(
+        "storage request of the created claim (the Plan's weights plus compile caches); required with create"))
+    storage_class_name: str = Field("", pattern=OPTIONAL_DNS1123_SUBDOMAIN, description=(
+        "storageClassName of the created claim; empty: the cluster's default StorageClass"))
+    access_mode: Literal["ReadWriteOnce", "ReadWriteMany"] = Field("ReadWriteOnce", description=(
+        "accessModes of the created claim, and what the chart checks the topology against: "
+        "ReadWriteOnce (EBS) attaches to one node, so it serves one single-node pod with replicas 1, "
+        "replicasManagedExternally false and strategy Recreate; every other layout (replicas > 1, "
+        "autoscaled, multi-node, Ray) needs ReadWriteMany (EFS, FSx for Lustre), all pods sharing "
+        "one cache"))
+
+
 class Cache(ValuesModel):
+    type: Literal["emptyDir", "pvc", "instanceStore"] = Field("emptyDir", description=(
+        "Volume mounted at /var/cache/vllm holding HOME, HF_HOME (the Hugging Face download), "
+        "VLLM_CACHE_ROOT (torch.compile artifacts under torch_compile_cache), TORCHINDUCTOR_CACHE_DIR, "
+        "XDG, Triton and FlashInfer caches. emptyDir: on the node's root volume, lost with the pod. "
+        "pvc: a PersistentVolumeClaim, kept across pod restarts and reschedules (a warm restart "
+        "reuses weights and compiled graphs). instanceStore: an emptyDir for a GPU pool whose "
+        "instance-store NVMe is a RAID0 array holding kubelet storage (gpu-infra instanceStorePolicy "
+        "RAID0; the generator refuses it on other pools): NVMe speed, kept across container restarts "
+        "in the pod, lost when the pod is replaced (no hostPath: see docs/caching.md)"))
     size_limit: OptionalQuantity = Field("", description=(
-        "sizeLimit of the emptyDir holding HOME, HF_HOME, VLLM_CACHE_ROOT and XDG_CACHE_HOME "
-        "(the Hugging Face download lands here); empty: no limit beyond ephemeral-storage"))
+        "sizeLimit of the emptyDir (types emptyDir and instanceStore); empty: no limit beyond "
+        "ephemeral-storage"))
+    pvc: CachePvc = Field(default_factory=CachePvc, description="Settings of type pvc")
 
 
 class StartupProbe(ValuesModel):
@@ -700,6 +729,7 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
         scheduling=Scheduling(pool=contract.pool_name(plan.instance, options.release, options.namespace),
                               instance_type=plan.instance, zone=efa_zone(plan.pod.efa_devices_per_pod, options)),
         service_account=ServiceAccount(annotations=annotations),
+        cache=_cache(plan, options),
     )
     if plan.pod.efa_devices_per_pod > 0 and plan.topology in ("single-node", "multi-node"):
         # NCCL reaches EFA only through aws-ofi-nccl, which the upstream image lacks.
@@ -707,6 +737,29 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
     _add_topology_values(values, plan)
     _add_routing_values(values, plan, options)
     return values
+
+
+def _cache(plan: Plan, options: ValuesOptions) -> Cache:
+    """cache.* from the Plan's --cache and the --cache-* flags. A claim is ReadWriteMany: every
+    topology the generator writes may run several server pods (KEDA scales single-node and
+    multi-node, LeaderWorkerSet groups and Ray clusters are several pods), which a ReadWriteOnce
+    claim cannot serve (the chart refuses it)."""
+    kind = plan.pod.cache
+    given = [f for f, v in (("--cache-pvc", options.cache_pvc), ("--cache-size", options.cache_size),
+                            ("--cache-storage-class", options.cache_storage_class)) if v]
+    if kind != "pvc":
+        if given:
+            raise InvalidOptionError(f"{', '.join(given)}: only with --cache pvc (the plan has --cache {kind})")
+        return Cache(type="instanceStore") if kind == "instance-store" else Cache()
+    if options.cache_pvc:
+        if len(given) > 1:
+            raise InvalidOptionError(
+                f"--cache-pvc names an existing claim; {', '.join(given[1:])} size a claim the chart creates: give one or the other")
+        return Cache(type="pvc", pvc=CachePvc(claim_name=options.cache_pvc, access_mode="ReadWriteMany"))
+    return Cache(type="pvc", pvc=CachePvc(
+        # whole GiB, rounded up: a claim's size is what storage classes provision in
+        create=True, size=options.cache_size or f"{math.ceil(plan.pod.cache_volume_bytes / 2**30)}Gi",
+        storage_class_name=options.cache_storage_class or "", access_mode="ReadWriteMany"))
 
 
 def _add_routing_values(values: VllmInferenceValues, plan: Plan, options: ValuesOptions) -> None:
