@@ -182,3 +182,18 @@ def lint(
 def version(helm: str = "helm4") -> str:
     """`helm version --short`, e.g. 'v4.1.4+g05fa379'."""
     return _run(helm, ["version", "--short"]).stdout.strip()
+
+
+@lru_cache(maxsize=None)
+def _render_cached(chart_dir: str, values_file: str, set_json: str, helm: str, release: str,
+                   namespace: str) -> tuple[dict[str, Any], ...]:
+    return tuple(render(chart_dir, [values_file], set_values=json.loads(set_json), helm=helm,
+                        release=release, namespace=namespace))
+
+
+def render_case(chart_dir: PathLike, values_file: PathLike, set_values: Mapping[str, Any], helm: str = "helm4",
+                release: str = "vllm", namespace: str = "llm") -> list[dict[str, Any]]:
+    """`render` of one values file with --set-json overrides, each combination rendered once per
+    session (the render tests check the same case many ways); a fresh list of the shared objects."""
+    return list(_render_cached(str(chart_dir), str(values_file), json.dumps(dict(set_values), sort_keys=True),
+                               helm, release, namespace))

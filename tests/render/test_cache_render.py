@@ -7,8 +7,6 @@ HOME, HF_HOME, VLLM_CACHE_ROOT, TORCHINDUCTOR_CACHE_DIR and the Triton cache poi
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
 from typing import Any
 
 import pytest
@@ -36,15 +34,9 @@ CACHE_ENV = ("HOME", "HF_HOME", "VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "T
              "XDG_CACHE_HOME", "FLASHINFER_WORKSPACE_BASE")
 
 
-@lru_cache(maxsize=None)
-def _render(values_file: str, set_json: str, helm_version: str) -> tuple[dict[str, Any], ...]:
-    return tuple(helm.render(CHART, [values_file], set_values=json.loads(set_json), helm=helm_version,
-                             release=RELEASE, namespace=NAMESPACE))
-
-
 def rendered(case: str, helm_version: str = "helm4") -> list[dict[str, Any]]:
     values_file, set_values = CASES[case]
-    return list(_render(str(values_file), json.dumps(set_values, sort_keys=True), helm_version))
+    return helm.render_case(CHART, values_file, set_values, helm_version, RELEASE, NAMESPACE)
 
 
 def server_pods(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

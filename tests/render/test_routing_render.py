@@ -8,7 +8,6 @@ timeouts."""
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -48,14 +47,8 @@ CASES = {
 }
 
 
-@lru_cache(maxsize=None)
-def _render(values_file: str, set_json: str, helm_version: str) -> tuple[dict[str, Any], ...]:
-    return tuple(helm.render(CHART, [values_file], set_values=json.loads(set_json), helm=helm_version,
-                             release=RELEASE, namespace=NAMESPACE))
-
-
 def rendered(values_file: Path, set_values: dict[str, Any], helm_version: str = "helm4") -> list[dict[str, Any]]:
-    return list(_render(str(values_file), json.dumps(set_values, sort_keys=True), helm_version))
+    return helm.render_case(CHART, values_file, set_values, helm_version, RELEASE, NAMESPACE)
 
 
 def find(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> list[dict[str, Any]]:

@@ -6,10 +6,8 @@ API key in OPENAI_API_KEY and the results to a PVC or S3."""
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -41,15 +39,9 @@ CASES = {
 }
 
 
-@lru_cache(maxsize=None)
-def _render(values_file: str, set_json: str, helm_version: str) -> tuple[dict[str, Any], ...]:
-    return tuple(helm.render(CHART, [values_file], set_values=json.loads(set_json), helm=helm_version,
-                             release=RELEASE, namespace=NAMESPACE))
-
-
 def rendered(case: str, helm_version: str = "helm4") -> list[dict[str, Any]]:
     values_file, set_values = CASES[case]
-    return list(_render(str(values_file), json.dumps(set_values, sort_keys=True), helm_version))
+    return helm.render_case(CHART, values_file, set_values, helm_version, RELEASE, NAMESPACE)
 
 
 def benchmark_object(objects: list[dict[str, Any]]) -> dict[str, Any]:
@@ -79,7 +71,7 @@ def bench_line(script: str) -> list[str]:
 
 
 def test_off_by_default() -> None:
-    objects = list(_render(str(SINGLE), "{}", "helm4"))
+    objects = helm.render_case(CHART, SINGLE, {}, "helm4", RELEASE, NAMESPACE)
     assert not [o for o in objects if "benchmark" in o["metadata"]["name"]]
 
 
