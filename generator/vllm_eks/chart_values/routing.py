@@ -80,7 +80,7 @@ class PrefixCache(ValuesModel):
     the config loader adds for it: pkg/epp/framework/plugins/requestcontrol/dataproducer/
     approximateprefix/types.go, `config`)."""
 
-    block_size: Int32 = Field(64, ge=1, description=(
+    block_size: Int32 = Field(16, ge=1, description=(
         "Prefix block size in tokens: rendered as the plugin's blockSizeTokens (v1.5.0's own blockSize "
         "is a deprecated character count that fails start-up when set alone). Should match the "
         "servers' KV-cache block size"))
