@@ -43,23 +43,27 @@ def selector_string(match_labels: dict[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(match_labels.items()))
 
 
-def test_gateway_mode_picker_scheduled_and_pool_selects_the_servers(cluster: Cluster, gpu_nodes) -> None:
+def servers_on_gpu_nodes(suffix: str, gpu_nodes):
+    """The first Deployment scenario in its own namespace (<namespace>-<suffix>), with the kwok GPU
+    nodes its model-server pods fill: (scenario, namespace, server pod group, server selector)."""
     scenario = deployment_scenario()
     if scenario is None:
         pytest.fail("no committed scenario runs a Deployment (run `make values`)")
-    ns = f"{scenario.namespace}-gw"[:63].rstrip("-")
+    ns = f"{scenario.namespace}-{suffix}"[:63].rstrip("-")
+    rendered = render_scenario_chart(scenario, "vllm-inference", ns)
+    (server,) = [g for g in pod_groups(rendered) if g.kind == "Deployment"]
+    (deployment,) = [o for o in rendered if o["kind"] == "Deployment" and o["metadata"]["name"] == server.name]
+    overhead = daemonset_requests(render_scenario_chart(scenario, "gpu-infra", ns)) if scenario.values("gpu-infra") else {}
+    shape = shape_for(server, scenario_shapes(scenario))
+    gpu_nodes(shape, nodes_for(server, shape, overhead))
+    return scenario, ns, server, selector_string(deployment["spec"]["selector"]["matchLabels"])
+
+
+def test_gateway_mode_picker_scheduled_and_pool_selects_the_servers(cluster: Cluster, gpu_nodes) -> None:
+    scenario, ns, server, server_selector = servers_on_gpu_nodes("gw", gpu_nodes)
     release = RELEASES["vllm-inference"]
     chart = str(scenarios.chart_dir("vllm-inference"))
     values = str(scenario.values("vllm-inference"))
-
-    shapes = scenario_shapes(scenario)
-    overhead = daemonset_requests(render_scenario_chart(scenario, "gpu-infra", ns)) if scenario.values("gpu-infra") else {}
-    rendered = render_scenario_chart(scenario, "vllm-inference", ns)
-    (server,) = [g for g in pod_groups(rendered) if g.kind == "Deployment"]
-    (server_deployment,) = [o for o in rendered if o["kind"] == "Deployment" and o["metadata"]["name"] == server.name]
-    server_selector = selector_string(server_deployment["spec"]["selector"]["matchLabels"])
-    shape = shape_for(server, shapes)
-    gpu_nodes(shape, nodes_for(server, shape, overhead))
     (system_node,) = gpu_nodes(system_node_shape(), 1)
 
     cluster.ensure_namespace(ns)
@@ -106,18 +110,8 @@ def server_ports(pods) -> list[int]:
 
 
 def test_alb_mode_ingress_stored_and_backend_selects_the_servers(cluster: Cluster, gpu_nodes) -> None:
-    scenario = deployment_scenario()
-    if scenario is None:
-        pytest.fail("no committed scenario runs a Deployment (run `make values`)")
-    ns = f"{scenario.namespace}-alb"[:63].rstrip("-")
+    scenario, ns, server, server_selector = servers_on_gpu_nodes("alb", gpu_nodes)
     release = RELEASES["vllm-inference"]
-    rendered = render_scenario_chart(scenario, "vllm-inference", ns)
-    (server,) = [g for g in pod_groups(rendered) if g.kind == "Deployment"]
-    (server_deployment,) = [o for o in rendered if o["kind"] == "Deployment" and o["metadata"]["name"] == server.name]
-    shapes = scenario_shapes(scenario)
-    overhead = daemonset_requests(render_scenario_chart(scenario, "gpu-infra", ns)) if scenario.values("gpu-infra") else {}
-    shape = shape_for(server, shapes)
-    gpu_nodes(shape, nodes_for(server, shape, overhead))
 
     cluster.ensure_namespace(ns)
     try:
@@ -133,7 +127,7 @@ def test_alb_mode_ingress_stored_and_backend_selects_the_servers(cluster: Cluste
         assert backends, stored["spec"]
         servers = wait_for(f"{server.pods} Ready model-server pods",
                            lambda: (lambda ps: ps if len(ps) == server.pods else None)(
-                               ready_pods(cluster, ns, selector_string(server_deployment["spec"]["selector"]["matchLabels"]))),
+                               ready_pods(cluster, ns, server_selector)),
                            timeout=60)
         for backend in backends:
             found = cluster.get("v1", "Service", backend["name"], ns)

@@ -186,15 +186,10 @@ def test_picker_monitor_selects_the_picker_service(scenario: Path) -> None:
     assert not _picker_service_problems(rendered["observability"], rendered["vllm-inference"])
 
 
-VLLM_INFERENCE_SCHEMA = CHARTS / "vllm-inference" / "values.schema.json"
-
-
 def test_picker_monitor_selects_a_gateway_routed_release(tmp_path: Path) -> None:
     """A single-node scenario switched to routing.mode gateway in vllm-inference and to
-    monitors.picker in observability: the ServiceMonitor finds the picker Service. Skipped until
-    charts/vllm-inference has the routing values."""
-    if "routing" not in yaml.safe_load(VLLM_INFERENCE_SCHEMA.read_text()).get("properties", {}):
-        pytest.skip("charts/vllm-inference has no routing values yet")
+    monitors.picker in observability: the ServiceMonitor finds the picker Service of its release
+    and not that of another release in the same namespace."""
     scenario = next(s for s in SCENARIOS if _obs_values(s)["topology"] == "single-node")
     namespace, release = _namespace(scenario), _obs_values(scenario)["target"]["release"]
     gateway = tmp_path / "gateway.yaml"
@@ -207,21 +202,7 @@ def test_picker_monitor_selects_a_gateway_routed_release(tmp_path: Path) -> None
     obs = helm.render(CHARTS / "observability", [scenario / "observability.yaml", picker],
                       release=f"{release}-observability", namespace=namespace)
     assert not _picker_service_problems(obs, served)
+    other = helm.render(CHARTS / "vllm-inference", [scenario / "vllm-inference.yaml", gateway],
+                        release=f"{release}-other", namespace=namespace)
+    assert _picker_service_problems(obs, other)
 
-
-def test_picker_monitor_selects_the_interface_service(tmp_path: Path) -> None:
-    """Until the charts meet: the picker Service as the routing interface describes it
-    (`<fullname>-epp`, the chart's labels with component endpoint-picker, ports grpc-ext-proc 9002
-    and http-metrics 9090) is what the picker ServiceMonitor selects; another release's is not."""
-    def service(release: str) -> dict:
-        return {"apiVersion": "v1", "kind": "Service",
-                "metadata": {"name": f"{vllm_inference_fullname(release)}-epp", "namespace": "llm",
-                             "labels": {"app.kubernetes.io/name": "vllm-inference", "app.kubernetes.io/instance": release,
-                                        "app.kubernetes.io/component": "endpoint-picker"}},
-                "spec": {"ports": [{"name": "grpc-ext-proc", "port": 9002}, {"name": "http-metrics", "port": 9090}]}}
-    picker = tmp_path / "picker.yaml"
-    picker.write_text(yaml.safe_dump({"target": {"release": "chat", "namespace": "llm"},
-                                      "monitors": {"picker": {"enabled": True}}}))
-    obs = helm.render(CHARTS / "observability", [picker], release="chat-observability", namespace="monitoring")
-    assert not _picker_service_problems(obs, [service("chat")])
-    assert _picker_service_problems(obs, [service("other")])

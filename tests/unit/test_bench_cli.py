@@ -9,16 +9,7 @@ import sys
 import pytest
 
 from tests.unit.bench_synthetic import CPU_SWEEP, result_dict, write_sweep
-
-
-def _one_line_error(r, *needles):
-    assert r.exit_code == 1, (r.exit_code, r.output)
-    err = r.stderr.strip()
-    assert "\n" not in err and "Traceback" not in err and err.startswith("vllm-eks: error: "), err
-    for n in needles:
-        assert n in err, err
-    return err
-
+from tests.unit.cli_result import one_line_error
 
 def test_analyze_report(cli):
     r = cli("bench", "analyze", str(CPU_SWEEP), "--price-per-hour", "50", "--slo-ttft-p99", "2", "--slo-tpot-p99", "0.15")
@@ -62,28 +53,28 @@ def test_analyze_bad_results(cli, tmp_path, case):
         del d["p99_tpot_ms"]
         bad.write_text(json.dumps(d))
         r = cli("bench", "analyze", *good, str(bad))
-        _one_line_error(r, str(bad), "'p99_tpot_ms'")
+        one_line_error(r, str(bad), "'p99_tpot_ms'")
     elif case == "not_json":
         bad.write_text("Serving Benchmark Result\n")
-        _one_line_error(cli("bench", "analyze", *good, str(bad)), str(bad), "not JSON")
+        one_line_error(cli("bench", "analyze", *good, str(bad)), str(bad), "not JSON")
     elif case == "one_level":
-        _one_line_error(cli("bench", "analyze", good[0]), good[0], "at least 2 concurrency levels")
+        one_line_error(cli("bench", "analyze", good[0]), good[0], "at least 2 concurrency levels")
     else:
         bad.write_text(json.dumps({**result_dict(4, 30.0), "max_concurrency": None}))
-        _one_line_error(cli("bench", "analyze", *good, str(bad)), str(bad), "--max-concurrency")
+        one_line_error(cli("bench", "analyze", *good, str(bad)), str(bad), "--max-concurrency")
 
 
 def test_analyze_bad_flags(cli, tmp_path):
-    _one_line_error(cli("bench", "analyze"), "no result files given")
-    _one_line_error(cli("bench", "analyze", str(tmp_path / "missing.json")), "missing.json: no such file")
-    _one_line_error(cli("bench", "analyze", str(CPU_SWEEP), "--capacity-type", "spot"), "--price-per-hour")
-    _one_line_error(cli("bench", "analyze", str(CPU_SWEEP), "--slo-ttft-p99", "1"), "--slo-tpot-p99")
-    _one_line_error(cli("bench", "analyze", str(CPU_SWEEP), "--replicas", "0"), "--replicas")
+    one_line_error(cli("bench", "analyze"), "no result files given")
+    one_line_error(cli("bench", "analyze", str(tmp_path / "missing.json")), "missing.json: no such file")
+    one_line_error(cli("bench", "analyze", str(CPU_SWEEP), "--capacity-type", "spot"), "--price-per-hour")
+    one_line_error(cli("bench", "analyze", str(CPU_SWEEP), "--slo-ttft-p99", "1"), "--slo-tpot-p99")
+    one_line_error(cli("bench", "analyze", str(CPU_SWEEP), "--replicas", "0"), "--replicas")
     (tmp_path / "plan.json").write_text('{"model": "x"}')
-    _one_line_error(cli("bench", "analyze", str(CPU_SWEEP), "--plan", str(tmp_path / "plan.json")),
+    one_line_error(cli("bench", "analyze", str(CPU_SWEEP), "--plan", str(tmp_path / "plan.json")),
                     f"--plan {tmp_path / 'plan.json'}", "missing key")
     (tmp_path / "file").write_text("")
-    _one_line_error(cli("bench", "analyze", str(CPU_SWEEP), "--plots", str(tmp_path / "file" / "sub")), "--plots")
+    one_line_error(cli("bench", "analyze", str(CPU_SWEEP), "--plots", str(tmp_path / "file" / "sub")), "--plots")
 
 
 FAKE_VLLM = """#!{python}
@@ -129,11 +120,11 @@ def test_run_then_analyze(cli, tmp_path):
 def test_run_errors(cli, tmp_path, monkeypatch):
     base = ["bench", "run", "--url", "http://x:8000", "--model", "m", "--out", str(tmp_path / "o")]
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
-    _one_line_error(cli(*base), "no `vllm` executable on PATH", "--vllm")
-    _one_line_error(cli(*base, "--vllm", str(tmp_path / "nope")), "--vllm", "nope")
-    _one_line_error(cli(*base, "--vllm", str(_fake_vllm(tmp_path)), "--concurrency", "1,x"), "--concurrency '1,x'")
-    _one_line_error(cli(*base, "--vllm", str(_fake_vllm(tmp_path)), "--concurrency", "0"), "--concurrency")
-    _one_line_error(cli(*base, "--vllm", str(_fake_vllm(tmp_path)), "--dataset", str(tmp_path / "d.jsonl")),
+    one_line_error(cli(*base), "no `vllm` executable on PATH", "--vllm")
+    one_line_error(cli(*base, "--vllm", str(tmp_path / "nope")), "--vllm", "nope")
+    one_line_error(cli(*base, "--vllm", str(_fake_vllm(tmp_path)), "--concurrency", "1,x"), "--concurrency '1,x'")
+    one_line_error(cli(*base, "--vllm", str(_fake_vllm(tmp_path)), "--concurrency", "0"), "--concurrency")
+    one_line_error(cli(*base, "--vllm", str(_fake_vllm(tmp_path)), "--dataset", str(tmp_path / "d.jsonl")),
                     "--dataset", "d.jsonl")
     r = cli(*base, "--input-len", "64", "--vllm", str(_fake_vllm(tmp_path, fail_at=2)))
     assert r.exit_code == 1 and "Traceback" not in r.stderr

@@ -9,18 +9,11 @@ import yaml
 
 from tests.unit.bench_synthetic import CPU_SWEEP, result_dict
 from vllm_eks.plan import Plan
+from tests.unit.cli_result import one_line_error
 
 # The fixture sweep is of Qwen/Qwen2.5-0.5B-Instruct (its model_id): the Plan's served_model_name.
 QWEN = ["--model", "qwen2.5-0.5b-instruct", "--instance", "g6.xlarge"]
 
-
-def _one_line_error(r, *needles):
-    assert r.exit_code == 1, (r.exit_code, r.output)
-    err = r.stderr.strip()
-    assert "\n" not in err and "Traceback" not in err and err.startswith("vllm-eks: error: "), err
-    for n in needles:
-        assert n in err, err
-    return err
 
 
 def test_values_write_the_measured_settings(cli, tmp_path):
@@ -101,7 +94,7 @@ def test_a_recommendation_above_the_kv_cache_is_clamped(cli, plan_json, tmp_path
 
 def test_a_sweep_of_another_model_is_refused(cli, tmp_path):
     sweep = _sweep(tmp_path / "other", "meta-llama/Llama-3.1-8B-Instruct", 256, 128)
-    _one_line_error(cli("values", *QWEN, "--from-benchmark", str(sweep), "--out", str(tmp_path / "o")),
+    one_line_error(cli("values", *QWEN, "--from-benchmark", str(sweep), "--out", str(tmp_path / "o")),
                     "--from-benchmark", "model_id 'meta-llama/Llama-3.1-8B-Instruct'",
                     "served_model_name 'Qwen/Qwen2.5-0.5B-Instruct'")
     assert not (tmp_path / "o").exists()
@@ -117,13 +110,13 @@ def test_the_sweep_may_name_the_served_model_name(cli, tmp_path):
 def test_bad_results_name_the_flag(cli, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    _one_line_error(cli("explain", *QWEN, "--from-benchmark", str(bad)), "--from-benchmark", "bad.json: not JSON")
-    _one_line_error(cli("explain", *QWEN, "--from-benchmark", str(tmp_path / "missing")),
+    one_line_error(cli("explain", *QWEN, "--from-benchmark", str(bad)), "--from-benchmark", "bad.json: not JSON")
+    one_line_error(cli("explain", *QWEN, "--from-benchmark", str(tmp_path / "missing")),
                     "--from-benchmark", "missing", "cannot read")
     one = tmp_path / "one"
     one.mkdir()
     (one / "c1.json").write_text(json.dumps(result_dict(1, 10.0)))
-    _one_line_error(cli("explain", *QWEN, "--from-benchmark", str(one)), "--from-benchmark",
+    one_line_error(cli("explain", *QWEN, "--from-benchmark", str(one)), "--from-benchmark",
                     "at least 2 concurrency levels")
-    _one_line_error(cli("plan", *QWEN, "--max-num-seqs", "16", "--from-benchmark", str(CPU_SWEEP)),
+    one_line_error(cli("plan", *QWEN, "--max-num-seqs", "16", "--from-benchmark", str(CPU_SWEEP)),
                     "--from-benchmark", "--max-num-seqs 16")

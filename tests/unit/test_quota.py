@@ -13,6 +13,7 @@ import yaml
 
 from vllm_eks import quota
 from vllm_eks.plan import Plan
+from tests.unit.cli_result import one_line_error
 
 ROOT = Path(__file__).resolve().parents[2]
 VALUES = ROOT / "values"
@@ -111,11 +112,7 @@ DISAGG = ["--model", "qwen3-8b", "--instance", "g6.8xlarge", "--topology", "disa
 
 
 def _one_line(r) -> str:
-    assert r.exit_code == 1, (r.stdout, r.stderr)
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
-    assert "--quota" in lines[0]
-    return lines[0]
+    return one_line_error(r, "--quota")
 
 
 def test_plan_quota_shortfall_at_upgrade_peak(cli):
