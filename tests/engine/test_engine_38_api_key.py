@@ -1,11 +1,15 @@
 """The API key as the chart wires it (apiKey.existingSecret -> VLLM_API_KEY on the server, and the
 helm test pod's Authorization header), on the real vLLM server: requests under /v1 need the key,
 the probes' /health and Prometheus' /metrics stay open (vLLM guards only its API prefixes), and
-the chart's helm test script passes with the key and fails with a wrong one."""
+the chart's helm test script passes with the key and fails with a wrong one, as does the
+multi-node leader's liveness probe script."""
 
 from __future__ import annotations
 
+import os
 import secrets as token_source
+import subprocess
+import sys
 
 import pytest
 
@@ -74,3 +78,22 @@ def test_helm_test_script_fails_with_a_wrong_key(keyed_run: ScenarioRun, tmp_pat
     runs = run_helm_test_pods(keyed_run.objects, keyed_run.server.base_url, tmp_path,
                               secrets={SECRET: {KEY: "not-the-key"}})
     assert runs and all(r.returncode != 0 for r in runs), [(r.pod, r.returncode, r.output[-300:]) for r in runs]
+
+
+PROBE = sc.CHART_VLLM / "files" / "probes" / "engine_alive.py"
+
+
+@pytest.mark.parametrize("with_key", [True, False], ids=["with-key", "without-key"])
+def test_liveness_probe_script_authenticates(keyed_run: ScenarioRun, api_key: str, with_key: bool) -> None:
+    """The multi-node leader's exec liveness probe asks for one token on /v1: with VLLM_API_KEY in
+    its container (as the chart sets it) it passes; without it vLLM refuses it, and a leader whose
+    probe ran without the key would be restarted."""
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL")}
+    if with_key:
+        env["VLLM_API_KEY"] = api_key
+    proc = subprocess.run([sys.executable, str(PROBE), "--host", "127.0.0.1",
+                           "--port", str(keyed_run.server.port), "--model", keyed_run.served_model_name,
+                           "--timeout", "60"], env=env, capture_output=True, text=True, timeout=120)
+    assert (proc.returncode == 0) == with_key, (proc.returncode, proc.stdout + proc.stderr)
+    if not with_key:
+        assert "401" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
