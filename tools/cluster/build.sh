@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the cluster tier's binaries from their Go modules into $CLUSTER_BIN (default
 # .tools/cluster/bin): kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd,
-# kwok, kwokctl, KEDA's operator and metrics adapter, the KubeRay operator (ray-operator) and,
+# kwok (kwokctl on request), KEDA's operator and metrics adapter, the KubeRay operator (ray-operator) and,
 # when its module version is reachable, the LeaderWorkerSet controller.
 #
 # Each binary is reused when a stamp file records the same version and build inputs; a binary
@@ -114,7 +114,9 @@ build_one() {
   summary+=("$name $ver: built in ${dt}s")
 }
 
-want_all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl keda-operator keda-adapter
+# kwokctl is not built by default: the tier runs its own control plane and only takes kwokctl's
+# Stages from the module (below); `build.sh kwokctl` still builds it.
+want_all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok keda-operator keda-adapter
           ray-operator)
 
 # KEDA is built in its own module's source tree (the proxy's zip, unpacked in GOMODCACHE), with
@@ -159,7 +161,7 @@ for name in "${names[@]}"; do
       build_one ray-operator kuberay github.com/ray-project/kuberay/ray-operator "$KUBERAY_VERSION" "-s -w" \
         "$CONTROLLER_GCFLAGS"
       want_kuberay_crds=1 ;;
-    *) echo "unknown binary '$name'; known: ${want_all[*]} lws" >&2; exit 2 ;;
+    *) echo "unknown binary '$name'; known: ${want_all[*]} kwokctl lws" >&2; exit 2 ;;
   esac
 done
 
