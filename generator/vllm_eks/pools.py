@@ -49,7 +49,9 @@ def plan_pools(*, replicas: int, serve_max: int | None, phase_replicas: tuple[in
     d = Derivations()
     floor = max(1, replicas)
     if phase_replicas is not None:
-        ceiling = sum(phase_replicas)
+        # Both pools run all the time: the floor is every prefill and decode copy, not the decode
+        # count alone.
+        floor = ceiling = sum(phase_replicas)
         why = "prefill + decode pools (each pool is sized, not autoscaled)"
     elif serve_max is not None:
         ceiling = max(floor, serve_max)
@@ -58,7 +60,8 @@ def plan_pools(*, replicas: int, serve_max: int | None, phase_replicas: tuple[in
         ceiling = max(floor + KEDA_HEADROOM_REPLICAS, KEDA_GROWTH_FACTOR * floor)
         why = (f"max(replicas {floor} + {KEDA_HEADROOM_REPLICAS}, {KEDA_GROWTH_FACTOR} x replicas): "
                "KEDA may double capacity under a queue")
-    d.add("autoscaling_min_replicas / autoscaling_max_replicas", f"{floor}..{ceiling}", f"min = replicas; max = {why}")
+    d.add("autoscaling_min_replicas / autoscaling_max_replicas", f"{floor}..{ceiling}",
+          f"min = max = {why}" if phase_replicas is not None else f"min = replicas; max = {why}")
     nodes = _nodes_for(ceiling, nodes_per_replica, gpus_per_pod, gpus_per_node)
     d.add("pool_nodes", str(nodes), f"{ceiling} replicas x {nodes_per_replica} node(s), sharing nodes when a pod "
           f"uses {gpus_per_pod} of {gpus_per_node} GPUs")

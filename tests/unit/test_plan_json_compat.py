@@ -120,6 +120,15 @@ def _ray_upgrade_limit_change(old, new, old_plan, new_plan) -> bool:
             and new == (p["pool_nodes"] + extra) * p["gpus_per_node"])
 
 
+def _disaggregated_floor_change(old, new, old_plan, new_plan) -> bool:
+    """Disaggregated: both pools run all the time, so the autoscaling floor is every prefill and
+    decode copy (as the pool nodes and the quota minimum already counted); the baseline wrote the
+    decode count alone."""
+    p = new_plan
+    return (p["topology"] == "disaggregated" and old == p["decode"]["replicas"]
+            and new == p["prefill"]["replicas"] + p["decode"]["replicas"] == p["autoscaling_max_replicas"])
+
+
 # Derivation lines added by defects 6 and 7, and the lines whose value follows the changed keys.
 # Defect 10 added the block_size line (the attention backend's rule); issue 15 the routing section;
 # issue 16 the quota section.
@@ -134,7 +143,9 @@ _NEW_DERIVATIONS = {"cache_volume_bytes", "cold_startup_seconds", "cache_read_by
 _FOLLOWING = {"cpu_request_millicores": lambda p: f"{p['cpu_request_millicores']}m",
               "memory_request_bytes": lambda p: gib(p["memory_request_bytes"]),
               "root_volume_bytes": lambda p: gib(p["root_volume_bytes"]),
-              "pool_gpu_limit": lambda p: str(p["pool_gpu_limit"])}
+              "pool_gpu_limit": lambda p: str(p["pool_gpu_limit"]),
+              "autoscaling_min_replicas / autoscaling_max_replicas":
+                  lambda p: f"{p['autoscaling_min_replicas']}..{p['autoscaling_max_replicas']}"}
 
 
 def _same_derivations(old, new, old_plan, new_plan) -> bool:
@@ -159,6 +170,7 @@ CHANGED = {
     "plan.memory_request_bytes": _memory_request_change,
     "plan.root_volume_bytes": _root_volume_change,
     "plan.pool_gpu_limit": _ray_upgrade_limit_change,
+    "plan.autoscaling_min_replicas": _disaggregated_floor_change,
 }
 
 

@@ -32,6 +32,8 @@ def test_ray_serve_and_disaggregated_peaks():
                         max_num_seqs=64, startup_seconds=300)
     # peak 5 copies, plus the upgrade's second RayCluster starting all 5 again
     assert (dis.autoscaling_max_replicas, dis.pool_gpu_limit) == (5, 10)
+    # both pools always run: the floor is every copy, not the decode count (3)
+    assert dis.autoscaling_min_replicas == 5
 
 
 def test_ray_upgrade_second_cluster_fits_the_pool_limit():
