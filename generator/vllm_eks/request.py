@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 EC2_INSTANCE_TYPE = r"^[a-z][a-z0-9]*(-[a-z0-9]+)*\.[a-z0-9]+$"
 # Longest accepted --model: a path (Linux PATH_MAX) or a Hugging Face repo id (96 characters).
 MAX_MODEL_ARG = 4096
+MAX_RATE_MIB_S = 1024 * 1024
 
 
 class PlanRequest(BaseModel):
@@ -54,11 +55,13 @@ class PlanRequest(BaseModel):
         default=True, description="vLLM's async scheduling (its default on GPUs; its CPU platform turns it off)")
 
     # pod sizing inputs
-    load_bandwidth_mib_s: float | None = None
+    # Upper bounds: 1 TiB/s is far above any volume or network a node has; past it the start-up
+    # arithmetic would leave float range.
+    load_bandwidth_mib_s: float | None = Field(default=None, gt=0, le=MAX_RATE_MIB_S)
     cache: Literal["emptydir", "pvc", "instance-store"] = Field(default="emptydir", description=(
         "Volume of the Hugging Face and vLLM compile caches: emptydir (lost with the pod), pvc (kept "
         "across pod restarts), instance-store (the pool's NVMe RAID0, kept across container restarts)"))
-    cache_read_mib_s: float | None = Field(default=None, gt=0, description=(
+    cache_read_mib_s: float | None = Field(default=None, gt=0, le=MAX_RATE_MIB_S, description=(
         "Read rate of the cache volume for the warm start-up budget (default: sizing.py per --cache)"))
     daemonset_reserve_cpu: str | None = Field(
         default=None, description="CPU quantity kept on every GPU node for DaemonSets (default: sizing.py)")

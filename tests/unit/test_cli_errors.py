@@ -80,6 +80,8 @@ CASES = [
     ("does not fit anywhere pinned", ["--model", "llama-3.1-405b-instruct", "--instance", "g6.xlarge",
                                       "--pipeline-parallel-size", "2"], "does not fit"),
     ("load bandwidth zero", [*M8, *G6E, "--load-bandwidth-mib-s", "0"], "--load-bandwidth-mib-s"),
+    ("load bandwidth beyond float range", [*M8, *G6E, "--load-bandwidth-mib-s", "1e309"], "--load-bandwidth-mib-s"),
+    ("cache read rate too large", [*M8, *G6E, "--cache-read-mib-s", "1.7e302"], "--cache-read-mib-s"),
 ]
 
 CONFIG_CASES = [
