@@ -35,10 +35,11 @@ $(TOOLS)/bin/helm4: tools-force
 
 tools-force: ## (internal) makes the tool installs re-check their pins on every run
 
+# The link is relative, so a checkout whose .tools is a link to another one still finds it.
 # The link is remade every time (cheap): make would compare the venv script's mtime, which
 # predates the stamp, and report work on every run.
 checkov: $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION) ## install the pinned checkov in its own venv
-	@mkdir -p $(TOOLS)/bin && ln -sfn $(CHECKOV_VENV)/bin/checkov $(TOOLS)/bin/checkov
+	@mkdir -p $(TOOLS)/bin && ln -sfn ../$(notdir $(CHECKOV_VENV))/bin/checkov $(TOOLS)/bin/checkov
 
 $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION):
 	rm -rf $(CHECKOV_VENV)
