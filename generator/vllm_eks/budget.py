@@ -88,8 +88,7 @@ def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings) -> Budget
     for stage, layers in enumerate(weights.layer_ranges(a.num_layers, s.pp)):
         w = weights.stage_bytes(a, prec, s.tp, s.pp, stage)
         over = overheads.estimate(a, s.tp, s.pp, len(layers), s.max_num_batched_tokens, s.max_num_seqs,
-                                  p.dtype_bytes, max_capture(hw),
-                                  hw.compute_capability[0] if hw.compute_capability else None)
+                                  p.dtype_bytes, max_capture(hw))
         if not s.graphs_subtracted:
             over = over.without_graphs()
         pin_room = hw.gpu_memory_bytes - w - over.total
@@ -173,7 +172,7 @@ def _available_derivations(d: Derivations, hw: Hardware, s: Settings, worst: Sta
     d.add("requested_bytes", gib(worst.requested),
           f"{gib(hw.gpu_memory_bytes)} x gpu_memory_utilization {s.gpu_memory_utilization}")
     d.add("activation_peak_bytes", gib(worst.over.activation_peak), worst.over.activation_formula,
-          "profile run of max_num_batched_tokens (docs/memory-model.md)")
+          "profile run: the larger of the forward pass over max_num_batched_tokens and the sampler over the sequences (docs/memory-model.md)")
     d.add("non_torch_bytes", gib(worst.over.non_torch), worst.over.non_torch_formula)
     d.add("cudagraph_bytes", gib(worst.over.cudagraph), worst.over.cudagraph_formula)
     d.add("available_kv_cache_bytes_per_gpu", gib(worst.available),
@@ -182,7 +181,7 @@ def _available_derivations(d: Derivations, hw: Hardware, s: Settings, worst: Sta
     d.add("available_kv_cache_band_per_gpu",
           f"{gib(worst.available)} / {gib(worst.available_expected)} / {gib(worst.available_optimistic)}",
           "low (planned) / expected / high: the same budget with the expected and the optimistic constants",
-          "uncertain terms: CUDA-graph memory per layer and graph (0.5 / 0.3 / 0.2 MiB), activation peak "
-          "(x1.15 / x1.0 / x0.9 of the width formula), on Hopper and newer with TP > 1 the collectives' buffers "
-          "(4 / 3.7 / 2.5 GiB); weights, sampler and non-torch memory are the same in all three "
+          "uncertain terms: CUDA-graph memory per layer and graph (0.5 / 0.3 / 0.2 MiB), forward activations "
+          "(x1.15 / x1.0 / x0.9 of the width formula), sampler fp32 logit copies (10 / 9.7 / 7.2); weights and "
+          "non-torch memory are the same in all three "
           "(docs/memory-model.md section 4)")

@@ -36,8 +36,18 @@ class Prediction:
 
     @property
     def error(self) -> float:
-        """(predicted - logged) / logged: negative is the safe side (less KV than the engine had)."""
-        return (self.available - self.logged) / self.logged
+        """(predicted - logged) / |logged|: negative is the safe side (less KV than the engine had)."""
+        return (self.available - self.logged) / abs(self.logged)
+
+    @property
+    def refused(self) -> bool:
+        """The engine refused to start: it logged a negative KV budget."""
+        return self.logged <= 0
+
+    @property
+    def bounded(self) -> bool:
+        """Counted in the median and held to the 10 % bound."""
+        return not self.refused and "outside_bound" not in self.log
 
     @property
     def weights_error(self) -> float | None:
@@ -56,7 +66,9 @@ def _hardware(log: dict):
     return hw
 
 
-def predict(log: dict) -> Prediction:
+def predict(log: dict, logged_weights: bool = False) -> Prediction:
+    """The generator's budget for the log's run. With `logged_weights`, the logged weight bytes
+    replace the predicted ones (to tell a weight error from an overhead error)."""
     cfg = {**model_catalog()[log["model"]].config, **(log.get("config_overrides") or {})}
     a = parse_config(cfg, f"calibration log {log['id']}")
     p = decisions._precisions(a, PlanRequest(model=log["model"]))
@@ -64,11 +76,14 @@ def predict(log: dict) -> Prediction:
                         max_num_batched_tokens=log["max_num_batched_tokens"], max_num_seqs=log["max_num_seqs"],
                         block_size=16, kv_cache_memory_bytes=None, graphs_subtracted=log["graphs_subtracted"])
     st = budget.compute(a, _hardware(log), p, s).stages[0]
-    return Prediction(log, st.available, st.available_expected, st.available_optimistic, st.weights)
+    shift = st.weights - int(log["logged"]["weights_gib"] * GIB) if logged_weights else 0
+    return Prediction(log, st.available + shift, st.available_expected + shift, st.available_optimistic + shift,
+                      st.weights - shift)
 
 
 def median_abs_error(preds: list[Prediction]) -> float:
-    return statistics.median(abs(p.error) for p in preds)
+    """Median |error| over the logs held to the bound."""
+    return statistics.median(abs(p.error) for p in preds if p.bounded)
 
 
 def _gib(b: float) -> str:
@@ -88,13 +103,22 @@ def table(preds: list[Prediction]) -> str:
         w = g["logged"].get("weights_gib")
         settings = (f"TP={g['tp']}, util {g['gpu_memory_utilization']}, {g['max_num_batched_tokens']} tokens, "
                     f"{g['max_num_seqs']} seqs, graphs {'subtracted' if g['graphs_subtracted'] else 'not subtracted'}")
-        src = g["source"] if g["source"].startswith("http") else g["source"].split(":")[0].split(" (")[0] + " (no URL)"
+        src = f"[link]({g['source']})" if g["source"].startswith("http") else "no URL: " + g["source"].split(" (")[0]
         rows.append(f"| {g['id']} | {g['title']} | {g['vllm']} | {settings} | {g['logged']['available_kv_gib']:.2f} | "
-                    f"{_gib(p.available)} ({_gib(p.expected)} / {_gib(p.optimistic)}) | {_pct(p.error)} | "
+                    f"{_gib(p.available)} ({_gib(p.expected)} / {_gib(p.optimistic)}) | "
+                    f"{'refused by both' if p.refused else _pct(p.error)}{'' if p.bounded or p.refused else ' (outside)'} | "
                     f"{'' if w is None else f'{w:.2f}'} | {_gib(p.weights) if w is not None else ''} | "
                     f"{_pct(p.weights_error)} | {src} |")
-    worst = max(preds, key=lambda p: p.error)
+    bounded = [p for p in preds if p.bounded]
+    worst = max(bounded, key=lambda p: p.error)
     rows.append("")
-    rows.append(f"{len(preds)} logs; median |error| of the planned figure {median_abs_error(preds) * 100:.1f} %; "
-                f"largest over-prediction {worst.error * 100:+.1f} % (log {worst.log['id']}).")
+    rows.append(f"{len(preds)} logs, {len(bounded)} held to the bound: median |error| of the planned figure "
+                f"{median_abs_error(preds) * 100:.1f} %, largest over-prediction {worst.error * 100:+.1f} % "
+                f"(log {worst.log['id']}).")
+    for p in preds:
+        if p.refused:
+            rows.append(f"\n- {p.log['id']}: the engine refused to start (logged {p.log['logged']['available_kv_gib']} GiB); "
+                        f"the plan's budget is {_gib(p.available)} GiB, so it refuses this layout too.")
+        elif not p.bounded:
+            rows.append(f"\n- {p.log['id']} is outside the bound: {p.log['outside_bound']}.")
     return "\n".join(rows) + "\n"

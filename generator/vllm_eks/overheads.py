@@ -24,17 +24,13 @@ from .units import MIB
 # allocations after start-up, plus NCCL and custom all-reduce buffers when ranks talk.
 NON_TORCH_BASE = 128 * MIB
 NON_TORCH_COLLECTIVES = 256 * MIB
-# Hopper and newer with TP > 1 (NVLink/NVSwitch machines such as p5): the one public H100 log
-# with TP > 1 (calibration-logs.md log D, Qwen3-235B FP8 at TP=4) left 3.7 GiB per GPU more
-# outside the KV cache than every term below accounts for. vLLM 0.32 turns on collectives there
-# that allocate device buffers after the start-up snapshot (NCCL NVLS / symmetric-memory
-# all-reduce, custom all-reduce IPC buffers, FlashInfer all-reduce fusion workspaces), which the
-# logs do not separate; until they do, this residual is a calibrated constant, not a formula.
-# The plan takes 4 GiB, the expected 3.7 GiB, the optimistic 2.5 GiB.
-NVLINK_TP_RESIDUAL = {"plan": 4096 * MIB, "expected": 3789 * MIB, "optimistic": 2560 * MIB}
-# The dummy sampler pass keeps fp32 logits over the whole (gathered) vocabulary for every
-# sequence, and about as many copies again for softmax, top-k/top-p sorting and logprobs.
-SAMPLER_FP32_COPIES = 5
+# The dummy sampler pass (gpu_model_runner.py `_dummy_sampler_run`) holds the logits of every
+# sequence over the whole gathered vocabulary in fp32 and, while it samples, the temperature-scaled
+# copy, the top-k/top-p sort (values and int64 indices), the probabilities and their cumulative
+# sum: about ten fp32 copies at its peak. The public H100 logs at 1024 sequences (calibration-logs.md,
+# the llm-d rows) show 9.6-9.9 copies for four vocabularies (128k-201k); the 16 GiB card at 256
+# sequences (log B) 7.2. The plan takes 10.
+SAMPLER_FP32_COPIES = {"plan": 10.0, "expected": 9.7, "optimistic": 7.2}
 # CUDA graphs: every captured graph keeps, per decoder layer, its kernel nodes and the small
 # buffers they point at (piecewise graphs are split at each attention layer, full graphs hold
 # every layer). vLLM's estimate is the largest capture plus the second capture's increase times
@@ -128,29 +124,29 @@ def _graphs(width: int, dtype_bytes: int, layers: int, graphs: int, largest: int
 
 
 def estimate(a: Architecture, tp: int, pp: int, layers_on_rank: int, max_num_batched_tokens: int,
-             max_num_seqs: int, act_dtype_bytes: int, max_capture: int = DEFAULT_MAX_CAPTURE,
-             sm_major: int | None = None) -> Overheads:
+             max_num_seqs: int, act_dtype_bytes: int, max_capture: int = DEFAULT_MAX_CAPTURE) -> Overheads:
     width = activation_width(a, tp)
     forward = max_num_batched_tokens * width * act_dtype_bytes
     # the profile's sampler runs over min(max_num_seqs, max_num_batched_tokens) requests; logits
     # are gathered to the full vocabulary on every rank before sampling
     reqs = min(max_num_seqs, max_num_batched_tokens)
-    sampler = reqs * a.vocab_size * 4 * SAMPLER_FP32_COPIES
+    sampler = reqs * a.vocab_size * 4
 
+    # the forward pass has released its activations (all but the last hidden states) before the
+    # sampler runs: the profile's peak is the larger of the two, not their sum
     def act(scenario: str) -> int:
-        return int(forward * ACTIVATION_FACTOR[scenario]) + sampler
+        return max(int(forward * ACTIVATION_FACTOR[scenario]), int(sampler * SAMPLER_FP32_COPIES[scenario]))
 
-    act_f = (f"{max_num_batched_tokens} tokens x {width} elements x {act_dtype_bytes} B x {ACTIVATION_FACTOR['plan']} "
-             f"+ sampler {reqs} seqs x {a.vocab_size} vocab x 4 B x {SAMPLER_FP32_COPIES}")
+    act_f = (f"max(forward {max_num_batched_tokens} tokens x {width} elements x {act_dtype_bytes} B x "
+             f"{ACTIVATION_FACTOR['plan']}, sampler {reqs} seqs x {a.vocab_size} vocab x 4 B x "
+             f"{SAMPLER_FP32_COPIES['plan']:g} fp32 copies)")
     talks = tp > 1 or pp > 1
-    nvlink = tp > 1 and sm_major is not None and sm_major >= 9
 
     def nt(scenario: str) -> int:
-        return NON_TORCH_BASE + (NON_TORCH_COLLECTIVES if talks else 0) + (NVLINK_TP_RESIDUAL[scenario] if nvlink else 0)
+        return NON_TORCH_BASE + (NON_TORCH_COLLECTIVES if talks else 0)
 
     non_torch = nt("plan")
-    nt_f = (f"{NON_TORCH_BASE // MIB} MiB base" + (f" + {NON_TORCH_COLLECTIVES // MIB} MiB NCCL/all-reduce buffers" if talks else "")
-            + (f" + {NVLINK_TP_RESIDUAL['plan'] // MIB} MiB Hopper TP>1 collectives (calibrated on log D)" if nvlink else ""))
+    nt_f = f"{NON_TORCH_BASE // MIB} MiB base" + (f" + {NON_TORCH_COLLECTIVES // MIB} MiB NCCL/all-reduce buffers" if talks else "")
     piecewise, full = graph_counts(max_num_seqs, max_num_batched_tokens, max_capture)
     largest = capture_sizes(max_num_seqs, max_num_batched_tokens, max_capture)[-1]
     graphs = piecewise + full
