@@ -168,6 +168,8 @@ def _available_derivations(d: Derivations, hw: Hardware, s: Settings, worst: Sta
     if s.kv_cache_memory_bytes is not None:
         d.add("available_kv_cache_bytes_per_gpu", gib(worst.available),
               "pinned by --kv-cache-memory (vLLM --kv-cache-memory-bytes)")
+        d.add("available_kv_cache_band_per_gpu", " / ".join([gib(worst.available)] * 3),
+              "pinned: vLLM allocates exactly this, with no profile to move it (docs/memory-model.md section 4)")
         return
     d.add("requested_bytes", gib(worst.requested),
           f"{gib(hw.gpu_memory_bytes)} x gpu_memory_utilization {s.gpu_memory_utilization}")
