@@ -88,7 +88,7 @@ def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings) -> Budget
     for stage, layers in enumerate(weights.layer_ranges(a.num_layers, s.pp)):
         w = weights.stage_bytes(a, prec, s.tp, s.pp, stage)
         over = overheads.estimate(a, s.tp, s.pp, len(layers), s.max_num_batched_tokens, s.max_num_seqs,
-                                  p.dtype_bytes, max_capture(hw))
+                                  p.dtype_bytes, max_capture(hw), nvlink="NVLink" in hw.interconnect)
         if not s.graphs_subtracted:
             over = over.without_graphs()
         pin_room = hw.gpu_memory_bytes - w - over.total

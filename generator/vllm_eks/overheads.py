@@ -20,10 +20,15 @@ from .architecture import Architecture
 
 from .units import MIB
 
-# Bytes that grow outside torch on one worker: cuBLAS/cuDNN workspaces and the CUDA context's
-# allocations after start-up, plus NCCL and custom all-reduce buffers when ranks talk.
+# Bytes that grow outside torch on one worker after vLLM's start-up snapshot: cuBLAS/cuDNN
+# workspaces and the CUDA context's later allocations, plus, when ranks talk, what the collectives
+# allocate on first use (NCCL channels and buffers; the custom and symmetric-memory all-reduce
+# buffers themselves exist before the snapshot). Logged: 0.06-0.14 GiB at TP=1; 0.21 GiB at TP=4
+# over PCIe (L40S, log A); 0.54-0.55 GiB at TP=2 over NVLink (H100, logs K4 and K5), where NCCL
+# and vLLM use the NVLink paths. So 256 MiB more over PCIe and 448 MiB more over NVLink/NVSwitch.
 NON_TORCH_BASE = 128 * MIB
 NON_TORCH_COLLECTIVES = 256 * MIB
+NON_TORCH_COLLECTIVES_NVLINK = 448 * MIB
 # The dummy sampler pass (gpu_model_runner.py `_dummy_sampler_run`) holds the logits of every
 # sequence over the whole gathered vocabulary in fp32 and, while it samples, the temperature-scaled
 # copy, the top-k/top-p sort (values and int64 indices), the probabilities and their cumulative
@@ -124,7 +129,8 @@ def _graphs(width: int, dtype_bytes: int, layers: int, graphs: int, largest: int
 
 
 def estimate(a: Architecture, tp: int, pp: int, layers_on_rank: int, max_num_batched_tokens: int,
-             max_num_seqs: int, act_dtype_bytes: int, max_capture: int = DEFAULT_MAX_CAPTURE) -> Overheads:
+             max_num_seqs: int, act_dtype_bytes: int, max_capture: int = DEFAULT_MAX_CAPTURE,
+             nvlink: bool = False) -> Overheads:
     width = activation_width(a, tp)
     forward = max_num_batched_tokens * width * act_dtype_bytes
     # the profile's sampler runs over min(max_num_seqs, max_num_batched_tokens) requests; logits
@@ -141,12 +147,14 @@ def estimate(a: Architecture, tp: int, pp: int, layers_on_rank: int, max_num_bat
              f"{ACTIVATION_FACTOR['plan']}, sampler {reqs} seqs x {a.vocab_size} vocab x 4 B x "
              f"{SAMPLER_FP32_COPIES['plan']:g} fp32 copies)")
     talks = tp > 1 or pp > 1
+    collectives = (NON_TORCH_COLLECTIVES_NVLINK if nvlink else NON_TORCH_COLLECTIVES) if talks else 0
 
     def nt(scenario: str) -> int:
-        return NON_TORCH_BASE + (NON_TORCH_COLLECTIVES if talks else 0)
+        return NON_TORCH_BASE + collectives
 
     non_torch = nt("plan")
-    nt_f = f"{NON_TORCH_BASE // MIB} MiB base" + (f" + {NON_TORCH_COLLECTIVES // MIB} MiB NCCL/all-reduce buffers" if talks else "")
+    nt_f = f"{NON_TORCH_BASE // MIB} MiB base" + (
+        f" + {collectives // MIB} MiB NCCL/all-reduce buffers ({'NVLink' if nvlink else 'PCIe'})" if talks else "")
     piecewise, full = graph_counts(max_num_seqs, max_num_batched_tokens, max_capture)
     largest = capture_sizes(max_num_seqs, max_num_batched_tokens, max_capture)[-1]
     graphs = piecewise + full
