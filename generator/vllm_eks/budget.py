@@ -38,6 +38,8 @@ class Settings:
     # vLLM 0.32 subtracts its CUDA-graph estimate from the KV budget (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1,
     # the default since v0.21); older engines in the calibration logs did not.
     graphs_subtracted: bool = True
+    # the attention backend vLLM selects (attention.py); FlashInfer keeps a workspace
+    attention_backend: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,8 @@ def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings) -> Budget
     for stage, layers in enumerate(weights.layer_ranges(a.num_layers, s.pp)):
         w = weights.stage_bytes(a, prec, s.tp, s.pp, stage)
         over = overheads.estimate(a, s.tp, s.pp, len(layers), s.max_num_batched_tokens, s.max_num_seqs,
-                                  p.dtype_bytes, max_capture(hw), nvlink="NVLink" in hw.interconnect)
+                                  p.dtype_bytes, max_capture(hw), nvlink="NVLink" in hw.interconnect,
+                                  backend=s.attention_backend)
         if not s.graphs_subtracted:
             over = over.without_graphs()
         pin_room = hw.gpu_memory_bytes - w - over.total

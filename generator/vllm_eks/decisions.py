@@ -152,7 +152,7 @@ class Decisions:
 
     def budget(self, tp: int, pp: int, seqs: int | None = None) -> budget_mod.Budget:
         s = budget_mod.Settings(tp, pp, self.util, self.batched, seqs or self.seqs0, self.block, self.kv_pin,
-                                self.req.async_scheduling)
+                                self.req.async_scheduling, attention_backend=self.block_rule.backend)
         return budget_mod.compute(self.a, self.hw, self.p, s)
 
     def concurrency(self, b: budget_mod.Budget, length: int) -> float:
@@ -336,7 +336,7 @@ class Decisions:
                 alt = budget_mod.Precisions(self.p.dtype, self.p.dtype_bytes, "x", bits, "linear",
                                             self.p.kv_cache_dtype, self.p.kv_dtype_bytes)
                 s = budget_mod.Settings(tp, pp, self.util, self.batched, self.seqs0, self.block, self.kv_pin,
-                                        self.req.async_scheduling)
+                                        self.req.async_scheduling, attention_backend=self.block_rule.backend)
                 b = budget_mod.compute(self.a, self.hw, alt, s)
                 if b.fits_weights and b.kv_capacity(self.required_len).max_concurrency >= 1:
                     flag = "--quantization fp8" if bits == 8.0 else "--model <awq/gptq checkpoint>"

@@ -29,6 +29,14 @@ from .units import MIB
 NON_TORCH_BASE = 128 * MIB
 NON_TORCH_COLLECTIVES = 256 * MIB
 NON_TORCH_COLLECTIVES_NVLINK = 448 * MIB
+# FlashInfer attention (vLLM's first choice for standard attention on SM 10.x, B200) allocates a
+# workspace on its first forward pass, after the start-up snapshot: VLLM_FLASHINFER_WORKSPACE_BUFFER_SIZE
+# (394 MiB, vllm/envs.py), or more when max_num_batched_tokens x query heads x head_dim x 16 B is
+# larger (`_get_workspace_buffer`, vllm/v1/attention/backends/flashinfer.py), and on SM 10.x a
+# second buffer of the same default size for the TRT-LLM kernels (`_get_trtllm_workspace_buffer`).
+# FlashAttention (Ampere, Ada, Hopper) keeps no such workspace.
+FLASHINFER_WORKSPACE = 394 * MIB
+FLASHINFER_PREFILL_BYTES_PER_ELEM = 16
 # The dummy sampler pass (gpu_model_runner.py `_dummy_sampler_run`) holds the logits of every
 # sequence over the whole gathered vocabulary in fp32 and, while it samples, the temperature-scaled
 # copy, the top-k/top-p sort (values and int64 indices), the probabilities and their cumulative
@@ -122,6 +130,19 @@ def activation_width(a: Architecture, tp: int) -> int:
     return 3 * h + attn + mlp
 
 
+def attention_workspace(a: Architecture, tp: int, backend: str | None, max_num_batched_tokens: int,
+                        max_capture: int) -> tuple[int, str]:
+    """The attention backend's persistent workspace on one rank, and its formula text."""
+    if backend != "FLASHINFER":
+        return 0, ""
+    prefill = max_num_batched_tokens * (a.num_attention_heads // tp) * a.head_dim * FLASHINFER_PREFILL_BYTES_PER_ELEM
+    main = max(FLASHINFER_WORKSPACE, prefill)
+    # the TRT-LLM buffer exists on data-centre Blackwell, where the capture ceiling is 1024
+    trtllm = FLASHINFER_WORKSPACE if max_capture == DEFAULT_MAX_CAPTURE_BLACKWELL else 0
+    return main + trtllm, (f" + FlashInfer workspace {main // MIB} MiB" + (f" + TRT-LLM workspace {trtllm // MIB} MiB"
+                                                                         if trtllm else ""))
+
+
 def _graphs(width: int, dtype_bytes: int, layers: int, graphs: int, largest: int, per_layer: int) -> int:
     # the first (largest) capture allocates that batch's activations in the graph pool; every
     # further graph adds its per-layer nodes
@@ -130,7 +151,7 @@ def _graphs(width: int, dtype_bytes: int, layers: int, graphs: int, largest: int
 
 def estimate(a: Architecture, tp: int, pp: int, layers_on_rank: int, max_num_batched_tokens: int,
              max_num_seqs: int, act_dtype_bytes: int, max_capture: int = DEFAULT_MAX_CAPTURE,
-             nvlink: bool = False) -> Overheads:
+             nvlink: bool = False, backend: str | None = None) -> Overheads:
     width = activation_width(a, tp)
     forward = max_num_batched_tokens * width * act_dtype_bytes
     # the profile's sampler runs over min(max_num_seqs, max_num_batched_tokens) requests; logits
@@ -149,12 +170,14 @@ def estimate(a: Architecture, tp: int, pp: int, layers_on_rank: int, max_num_bat
     talks = tp > 1 or pp > 1
     collectives = (NON_TORCH_COLLECTIVES_NVLINK if nvlink else NON_TORCH_COLLECTIVES) if talks else 0
 
+    workspace, ws_f = attention_workspace(a, tp, backend, max_num_batched_tokens, max_capture)
+
     def nt(scenario: str) -> int:
-        return NON_TORCH_BASE + collectives
+        return NON_TORCH_BASE + collectives + workspace
 
     non_torch = nt("plan")
     nt_f = f"{NON_TORCH_BASE // MIB} MiB base" + (
-        f" + {collectives // MIB} MiB NCCL/all-reduce buffers ({'NVLink' if nvlink else 'PCIe'})" if talks else "")
+        f" + {collectives // MIB} MiB NCCL/all-reduce buffers ({'NVLink' if nvlink else 'PCIe'})" if talks else "") + ws_f
     piecewise, full = graph_counts(max_num_seqs, max_num_batched_tokens, max_capture)
     largest = capture_sizes(max_num_seqs, max_num_batched_tokens, max_capture)[-1]
     graphs = piecewise + full

@@ -51,3 +51,12 @@ def test_explain_prints_the_band(cli):
     line = next(x for x in r.stdout.splitlines() if x.startswith("available_kv_cache_band_per_gpu = "))
     low, expected, high = (float(v.split()[0]) for v in line.split(" = ")[1].split(" / "))
     assert low < expected < high
+
+
+def test_flashinfer_keeps_a_workspace_flash_attention_does_not():
+    b200 = Decisions(PlanRequest(model="llama-3.1-8b-instruct", instance="p6-b200.48xlarge"))
+    h100 = Decisions(PlanRequest(model="llama-3.1-8b-instruct", instance="p5.48xlarge"))
+    assert (b200.block_rule.backend, h100.block_rule.backend) == ("FLASHINFER", "FLASH_ATTN")
+    nt_b200, nt_h100 = b200.budget(1, 1).worst.over.non_torch, h100.budget(1, 1).worst.over.non_torch
+    # 8192 tokens x 32 heads x 128 x 16 B = 512 MiB > the 394 MiB default, plus the TRT-LLM buffer
+    assert nt_b200 - nt_h100 == 512 * 2**20 + overheads.FLASHINFER_WORKSPACE

@@ -245,7 +245,7 @@ def _block_size_moved(key: str, variants: dict, old: dict, new: dict) -> list[st
 
 
 def _previous_estimate(a, tp, pp, layers_on_rank, max_num_batched_tokens, max_num_seqs, act_dtype_bytes,
-                       max_capture=overheads.DEFAULT_MAX_CAPTURE, nvlink=False):
+                       max_capture=overheads.DEFAULT_MAX_CAPTURE, nvlink=False, backend=None):
     """The baseline release's overheads: the forward pass and five fp32 sampler copies added,
     384 MiB of non-torch memory when ranks talk, 128 MiB alone, and 512 MiB + 4 MiB per layer of
     CUDA graphs whatever the capture sizes."""
@@ -295,7 +295,7 @@ def _new_overheads_follow_the_formulas(key: str, new: dict, variant: dict) -> li
     d = Decisions(PlanRequest(model=key.split("|")[0], instance=key.split("|")[1], **variant))
     o = overheads.estimate(d.a, new["tensor_parallel_size"], 1, d.a.num_layers, new["max_num_batched_tokens"],
                            new["max_num_seqs"], d.p.dtype_bytes, budget_max_capture(d.hw),
-                           nvlink="NVLink" in d.hw.interconnect)
+                           nvlink="NVLink" in d.hw.interconnect, backend=d.block_rule.backend)
     got = (new["activation_peak_bytes"], new["non_torch_bytes"], new["cudagraph_bytes"])
     return [] if got == (o.activation_peak, o.non_torch, o.cudagraph) else [f"overheads {got} != formulas {o}"]
 
