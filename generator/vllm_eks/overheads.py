@@ -37,6 +37,13 @@ NON_TORCH_COLLECTIVES_NVLINK = 448 * MIB
 # FlashAttention (Ampere, Ada, Hopper) keeps no such workspace.
 FLASHINFER_WORKSPACE = 394 * MIB
 FLASHINFER_PREFILL_BYTES_PER_ELEM = 16
+# Fused MoE layers take their buffers from vLLM's workspace manager (`_allocate_buffers` in
+# vllm/model_executor/layers/fused_moe/modular_kernel.py, `get_simultaneous` in
+# vllm/v1/worker/workspace.py), which keeps the largest size it was asked for: after the profile
+# run, a workspace for all max_num_batched_tokens tokens stays allocated beside the weights. With
+# the Triton experts' shapes (experts/triton_moe.py `workspace_shapes`): max(M x topk x max(N/2, K),
+# M x K) + M x topk x max(N, K) elements of the activation dtype, M the batched tokens, N the
+# gate/up width per rank (2 x expert intermediate / TP) and K the hidden size.
 # The dummy sampler pass (gpu_model_runner.py `_dummy_sampler_run`) holds the logits of every
 # sequence over the whole gathered vocabulary in fp32 and, while it samples, the temperature-scaled
 # copy, the top-k/top-p sort (values and int64 indices), the probabilities and their cumulative
@@ -143,6 +150,16 @@ def attention_workspace(a: Architecture, tp: int, backend: str | None, max_num_b
                                                                          if trtllm else ""))
 
 
+def moe_workspace(a: Architecture, tp: int, max_num_batched_tokens: int, act_dtype_bytes: int) -> tuple[int, str]:
+    """The fused-MoE workspace that stays allocated on one rank, and its formula text."""
+    if a.moe is None:
+        return 0, ""
+    m, k, h = max_num_batched_tokens, a.moe.experts_per_token, a.hidden_size
+    n = 2 * a.moe.expert_intermediate_size // tp
+    elems = max(m * k * max(n // 2, h), m * h) + m * k * max(n, h)
+    return elems * act_dtype_bytes, f" + fused-MoE workspace {elems * act_dtype_bytes // MIB} MiB"
+
+
 def _graphs(width: int, dtype_bytes: int, layers: int, graphs: int, largest: int, per_layer: int) -> int:
     # the first (largest) capture allocates that batch's activations in the graph pool; every
     # further graph adds its per-layer nodes
@@ -171,6 +188,8 @@ def estimate(a: Architecture, tp: int, pp: int, layers_on_rank: int, max_num_bat
     collectives = (NON_TORCH_COLLECTIVES_NVLINK if nvlink else NON_TORCH_COLLECTIVES) if talks else 0
 
     workspace, ws_f = attention_workspace(a, tp, backend, max_num_batched_tokens, max_capture)
+    moe, moe_f = moe_workspace(a, tp, max_num_batched_tokens, act_dtype_bytes)
+    workspace, ws_f = workspace + moe, ws_f + moe_f
 
     def nt(scenario: str) -> int:
         return NON_TORCH_BASE + collectives + workspace

@@ -60,3 +60,11 @@ def test_flashinfer_keeps_a_workspace_flash_attention_does_not():
     nt_b200, nt_h100 = b200.budget(1, 1).worst.over.non_torch, h100.budget(1, 1).worst.over.non_torch
     # 8192 tokens x 32 heads x 128 x 16 B = 512 MiB > the 394 MiB default, plus the TRT-LLM buffer
     assert nt_b200 - nt_h100 == 512 * 2**20 + overheads.FLASHINFER_WORKSPACE
+
+
+def test_fused_moe_workspace_stays_beside_the_weights():
+    a = resolve_model("qwen3-235b-a22b").architecture
+    # 8192 tokens x 8 experts x hidden 4096, twice (gate/up output and the expert outputs), bf16
+    assert overheads.moe_workspace(a, 4, 8192, 2)[0] == 2 * 8192 * 8 * 4096 * 2 == 2**30
+    dense = resolve_model("llama-3.1-8b-instruct").architecture
+    assert overheads.moe_workspace(dense, 1, 8192, 2) == (0, "")
