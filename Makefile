@@ -38,7 +38,7 @@ TEST_ARGS_unit := -m "not (render or cluster or engine or kind)" tests/unit test
 # Needs the pinned helm3/helm4, checkov and promtool (`make setup`).
 TEST_ARGS_render := -m render tests
 
-.PHONY: help setup venv test test-unit test-render test-tiers render values schemas docs bench \
+.PHONY: help setup venv test test-unit test-render test-tiers render values schemas docs calibration-docs bench \
 	bench-planner bench-render bench-analyze clean
 # Every target documents itself with a `## ` comment on its rule line; help prints those.
 help: ## list every target with one line each

@@ -13,4 +13,8 @@ render: venv helm ## plan MODEL on INSTANCE, write values into OUT and render ev
 # README blocks generated from the tools (example plan, scenario list); `docs` also runs them.
 readme: venv ## regenerate the README blocks made by the tools (example plan, scenario list)
 	$(BIN)/python tools/update_readme.py
-docs: readme
+docs: readme calibration-docs
+
+# docs/calibration-logs.md's table of public vLLM logs, predicted through the generator.
+calibration-docs: venv ## regenerate the calibration table in docs/calibration-logs.md
+	$(BIN)/python tools/gen_calibration_docs.py

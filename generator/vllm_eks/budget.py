@@ -35,6 +35,11 @@ class Settings:
     block_size: int
     kv_cache_memory_bytes: int | None
     async_scheduling: bool = True
+    # vLLM 0.32 subtracts its CUDA-graph estimate from the KV budget (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1,
+    # the default since v0.21); older engines in the calibration logs did not.
+    graphs_subtracted: bool = True
+    # the attention backend vLLM selects (attention.py); FlashInfer keeps a workspace
+    attention_backend: str | None = None
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,10 @@ class StageBudget:
     # What a pinned KV cache (--kv-cache-memory-bytes) may take on this stage's GPUs: the whole
     # GPU minus weights and overheads; vLLM skips the utilization-based profile then.
     pin_room: int = 0
+    # The same budget with the expected and the optimistic overhead constants (overheads.py): the
+    # band `explain` shows; `available` is the cautious end.
+    available_expected: int = 0
+    available_optimistic: int = 0
 
 
 @dataclass(frozen=True)
@@ -80,19 +89,31 @@ def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings) -> Budget
     stages = []
     for stage, layers in enumerate(weights.layer_ranges(a.num_layers, s.pp)):
         w = weights.stage_bytes(a, prec, s.tp, s.pp, stage)
-        over = overheads.estimate(a, s.tp, s.pp, len(layers), s.max_num_batched_tokens, s.max_num_seqs, p.dtype_bytes)
+        over = overheads.estimate(a, s.tp, s.pp, len(layers), s.max_num_batched_tokens, s.max_num_seqs,
+                                  p.dtype_bytes, max_capture(hw), nvlink="NVLink" in hw.interconnect,
+                                  backend=s.attention_backend)
+        if not s.graphs_subtracted:
+            over = over.without_graphs()
         pin_room = hw.gpu_memory_bytes - w - over.total
         if s.kv_cache_memory_bytes is not None:
             # vLLM allocates the pinned KV cache beside the weights without profiling: a pin
             # larger than what the weights and overheads leave of the GPU cannot be allocated.
             available = s.kv_cache_memory_bytes if s.kv_cache_memory_bytes <= pin_room else 0
+            band = (available, available)
         else:
             available = requested - w - over.total
+            band = (requested - w - over.expected, requested - w - over.optimistic)
         stages.append(StageBudget(stage, requested, w, over, available,
-                                  kvcache.layout(a, s.tp, layers, p.kv_dtype_bytes), pin_room))
+                                  kvcache.layout(a, s.tp, layers, p.kv_dtype_bytes), pin_room, *band))
     budget = Budget(s, weights.bytes_total(a, prec), tuple(stages), 0)
     cap = budget.kv_capacity(1)
     return Budget(s, budget.weights_total, budget.stages, cap.num_blocks)
+
+
+def max_capture(hw: Hardware) -> int:
+    """vLLM's default largest CUDA-graph capture size: 1024 on data-centre Blackwell (SM 10.x), else 512."""
+    cc = hw.compute_capability
+    return overheads.DEFAULT_MAX_CAPTURE_BLACKWELL if cc is not None and cc[0] == 10 else overheads.DEFAULT_MAX_CAPTURE
 
 
 def memory_plan(a: Architecture, hw: Hardware, p: Precisions, b: Budget, max_model_len: int,
@@ -150,12 +171,22 @@ def _available_derivations(d: Derivations, hw: Hardware, s: Settings, worst: Sta
     if s.kv_cache_memory_bytes is not None:
         d.add("available_kv_cache_bytes_per_gpu", gib(worst.available),
               "pinned by --kv-cache-memory (vLLM --kv-cache-memory-bytes)")
+        d.add("available_kv_cache_band_per_gpu", " / ".join([gib(worst.available)] * 3),
+              "pinned: vLLM allocates exactly this, with no profile to move it (docs/memory-model.md section 4)")
         return
     d.add("requested_bytes", gib(worst.requested),
           f"{gib(hw.gpu_memory_bytes)} x gpu_memory_utilization {s.gpu_memory_utilization}")
     d.add("activation_peak_bytes", gib(worst.over.activation_peak), worst.over.activation_formula,
-          "profile run of max_num_batched_tokens (docs/memory-model.md)")
+          "profile run: the larger of the forward pass over max_num_batched_tokens and the sampler over the sequences (docs/memory-model.md)")
     d.add("non_torch_bytes", gib(worst.over.non_torch), worst.over.non_torch_formula)
     d.add("cudagraph_bytes", gib(worst.over.cudagraph), worst.over.cudagraph_formula)
     d.add("available_kv_cache_bytes_per_gpu", gib(worst.available),
-          "requested - weights - activation peak - non-torch - CUDA graphs")
+          "requested - weights - activation peak - non-torch - CUDA graphs",
+          "the cautious end of the band below: vLLM measures these terms at start-up and should get at least this")
+    d.add("available_kv_cache_band_per_gpu",
+          f"{gib(worst.available)} / {gib(worst.available_expected)} / {gib(worst.available_optimistic)}",
+          "low (planned) / expected / high: the same budget with the expected and the optimistic constants",
+          "uncertain terms: CUDA-graph memory per layer and graph (0.5 / 0.3 / 0.2 MiB), forward activations "
+          "(x1.15 / x1.0 / x0.9 of the width formula), sampler fp32 logit copies (10 / 9.7 / 7.2); weights and "
+          "non-torch memory are the same in all three "
+          "(docs/memory-model.md section 4)")

@@ -152,7 +152,7 @@ class Decisions:
 
     def budget(self, tp: int, pp: int, seqs: int | None = None) -> budget_mod.Budget:
         s = budget_mod.Settings(tp, pp, self.util, self.batched, seqs or self.seqs0, self.block, self.kv_pin,
-                                self.req.async_scheduling)
+                                self.req.async_scheduling, attention_backend=self.block_rule.backend)
         return budget_mod.compute(self.a, self.hw, self.p, s)
 
     def concurrency(self, b: budget_mod.Budget, length: int) -> float:
@@ -256,11 +256,39 @@ class Decisions:
                       "typical tokens per request, rounded down to a multiple of 8): more running sequences than "
                       "the cache holds only preempt each other")
 
+    def settle_max_num_seqs(self, tp: int, pp: int) -> tuple[int, str]:
+        """max_num_seqs chosen from the budget at that very max_num_seqs: the sampler and the
+        CUDA-graph capture sizes grow with it, so the cache shrinks as it grows. The largest
+        candidate (1-7, then multiples of 8 up to 256) whose own budget still holds that many
+        typical requests; the rule is monotone, so a bisection finds it."""
+        if self.req.max_num_seqs:
+            return self.choose_max_num_seqs(self.budget(tp, pp))
+        candidates = list(range(1, 8)) + list(range(8, DEFAULT_MAX_NUM_SEQS + 1, 8))
+        lo, hi = 0, len(candidates) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.choose_max_num_seqs(self.budget(tp, pp, candidates[mid]))[0] >= candidates[mid]:
+                lo = mid
+            else:
+                hi = mid - 1
+        seqs = candidates[lo]
+        _, why = self.choose_max_num_seqs(self.budget(tp, pp, seqs))
+        return seqs, why + f" (KV tokens of the budget at max_num_seqs {seqs})"
+
+    def fit_budget(self, tp: int, pp: int, min_concurrency: float = 1) -> budget_mod.Budget:
+        """The budget a layout is judged by: at the default 256 sequences when that already holds
+        `min_concurrency` requests, else at the max_num_seqs the plan would settle on there (fewer
+        sequences mean a smaller sampler and fewer CUDA graphs, which can make a layout fit)."""
+        b = self.budget(tp, pp)
+        if self.req.max_num_seqs or self.concurrency(b, self.required_len) >= min_concurrency:
+            return b
+        return self.budget(tp, pp, self.settle_max_num_seqs(tp, pp)[0])
+
     def fits(self, tp: int, pp: int, min_concurrency: float) -> bool:
-        return self.concurrency(self.budget(tp, pp), self.required_len) >= min_concurrency
+        return self.concurrency(self.fit_budget(tp, pp, min_concurrency), self.required_len) >= min_concurrency
 
     def require_fit(self, tp: int, pp: int, pinned: bool) -> None:
-        b = self.budget(tp, pp)
+        b = self.fit_budget(tp, pp)
         if self.concurrency(b, self.required_len) >= 1:
             return
         raise DoesNotFitError(self.shortfall(b, tp, pp))
@@ -308,7 +336,7 @@ class Decisions:
                 alt = budget_mod.Precisions(self.p.dtype, self.p.dtype_bytes, "x", bits, "linear",
                                             self.p.kv_cache_dtype, self.p.kv_dtype_bytes)
                 s = budget_mod.Settings(tp, pp, self.util, self.batched, self.seqs0, self.block, self.kv_pin,
-                                        self.req.async_scheduling)
+                                        self.req.async_scheduling, attention_backend=self.block_rule.backend)
                 b = budget_mod.compute(self.a, self.hw, alt, s)
                 if b.fits_weights and b.kv_capacity(self.required_len).max_concurrency >= 1:
                     flag = "--quantization fp8" if bits == 8.0 else "--model <awq/gptq checkpoint>"

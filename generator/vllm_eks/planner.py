@@ -25,7 +25,7 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
     if measured is not None:
         seqs, seqs_why = measured.max_num_seqs, measured_seqs_why
     else:
-        seqs, seqs_why = dec.choose_max_num_seqs(dec.budget(tp, pp))
+        seqs, seqs_why = dec.settle_max_num_seqs(tp, pp)
     b = dec.budget(tp, pp, seqs)
     max_len, len_why = dec.choose_max_model_len(b)
     dec.check_topology(pp)

@@ -43,15 +43,15 @@ def _scenario_plan(name: str) -> Plan:
 #  picker CPU m, max prefix blocks, LRU capacity per server): the committed plan.json figures,
 # checked by hand against the derivations in each scenario's README.
 FIGURES = [
-    ("llama-3.1-8b-g6e-xlarge", 32.3, 1016, 2040, 1320, 600, 2048, 11853),
-    ("qwen2.5-7b-g6-xlarge", 11.8, 1392, 2820, 1740, 600, 1024, 4227),
-    ("llama-3.1-70b-p5-48xlarge", 114.0, 1151, 2340, 1440, 600, 8192, 85948),
-    ("llama-3.3-70b-fp8-p5-48xlarge", 221.3, 593, 1200, 780, 600, 8192, 99004),
-    ("gpt-oss-120b-p5-48xlarge", 630.8, 53, 120, 120, 900, 2048, 10461),
-    ("llama-3.1-405b-p5-48xlarge-lws", 19.8, 6622, 13260, None, 600, 8192, 44015),
-    ("deepseek-v3-p5-48xlarge-lws", 427.0, 385, 780, 540, 600, 10240, 53911),
-    ("llama-3.1-70b-g6e-12xlarge-rayservice", 14.7, 1117, 2280, 1440, 600, 1024, 4255),
-    ("qwen3-8b-g6-8xlarge-disaggregated", 11.0, 376, 780, 480, 600, 256, 1278),
+    ("llama-3.1-8b-g6e-xlarge", 32.3, 1016, 2040, 1320, 600, 2048, 11889),
+    ("qwen2.5-7b-g6-xlarge", 11.8, 1392, 2820, 1740, 600, 1024, 4534),
+    ("llama-3.1-70b-p5-48xlarge", 114.0, 1151, 2340, 1440, 600, 8192, 81412),
+    ("llama-3.3-70b-fp8-p5-48xlarge", 221.3, 593, 1200, 780, 600, 8192, 94468),
+    ("gpt-oss-120b-p5-48xlarge", 630.8, 53, 120, 120, 900, 2048, 10069),
+    ("llama-3.1-405b-p5-48xlarge-lws", 19.8, 6622, 13260, None, 600, 8192, 40514),
+    ("deepseek-v3-p5-48xlarge-lws", 427.0, 385, 780, 540, 600, 10240, 49553),
+    ("llama-3.1-70b-g6e-12xlarge-rayservice", 14.7, 1117, 2280, 1440, 600, 1024, 4323),
+    ("qwen3-8b-g6-8xlarge-disaggregated", 11.0, 376, 780, 480, 600, 256, 1451),
 ]
 
 
@@ -232,7 +232,7 @@ def test_gateway_routing_values():
         "requestTimeout": "39m",
         "picker": {"resources": {"requests": {"cpu": "600m", "memory": "768Mi"}, "limits": {"memory": "1536Mi"}},
                    "prefixCache": {"blockSize": 16, "maxPrefixBlocksToMatch": 8192,
-                                   "lruCapacityPerServer": 85948}}}}}
+                                   "lruCapacityPerServer": 81412}}}}}
     no_ns = routing_values(p, ValuesOptions(routing="gateway", gateway_name="gw"))
     assert no_ns["routing"]["gateway"]["parentRefs"] == [{"name": "gw"}]
 
