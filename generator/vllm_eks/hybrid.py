@@ -92,7 +92,7 @@ def aligned_block_size(block: int, attention_page_per_token: int, state_page: in
 
 def is_sized(cfg: dict, top: dict) -> bool:
     mt = cfg.get("model_type")
-    if mt not in SIZED_MODEL_TYPES:
+    if not isinstance(mt, str) or mt not in SIZED_MODEL_TYPES:
         return False
     archs = top.get("architectures") or cfg.get("architectures") or [SIZED_MODEL_TYPES[mt]]
     return isinstance(archs, list) and archs == [SIZED_MODEL_TYPES[mt]]
