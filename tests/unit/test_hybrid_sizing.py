@@ -164,3 +164,12 @@ def test_an_attention_only_granite_is_a_plain_transformer():
     # vLLM's ModelConfig.is_hybrid is False for it
     a = parse_config(_granite(layer_types=["attention"] * 40), "micro")
     assert a.state is None
+
+
+def test_an_fp8_kv_cache_does_not_shrink_the_state():
+    # --kv-cache-dtype fp8 halves the attention page; the state stays in the model dtype
+    # (--mamba-cache-dtype "auto"), so the block doubles to hold it
+    state = (3072 + 2 * 128) * 3 * 2 + 48 * 64 * 128 * 2
+    s = _summary(model=GRANITE, instance="g6e.xlarge", kv_cache_dtype="fp8", kv_cache_memory_gib=20,
+                 max_model_len=131072)
+    assert s["block_size"] == 16 * math.ceil(state / (16 * 2 * 4 * 128 * 1)) == 800
