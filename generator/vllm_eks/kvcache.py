@@ -11,7 +11,8 @@ Llama 4's chunked local attention layers form groups of their own (ChunkedLocalA
 vllm/v1/kv_cache_interface.py): vLLM 0.32 keeps the hybrid allocator on for them on GPUs
 (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 1, vllm/envs.py; vllm/config/
 vllm.py turns the allocator off only when that is 0, with EAGLE speculative decoding, or on a
-platform without hybrid KV cache support such as the CPU build).
+platform without hybrid KV cache support; the CPU build has it, vllm/platforms/cpu.py
+support_hybrid_kv_cache, and the engine tier's chunked-attention case logs the grouped figures).
 
 The recurrent-state layers of a hybrid (Gated DeltaNet, Mamba2: hybrid.py) form groups of
 their own too (MambaSpec): each layer's state is padded to one attention page, so a state group
