@@ -2,8 +2,10 @@
 
 Only what the memory model needs: layer count and shapes, attention kind (MHA/GQA or MLA),
 which layers use a sliding window or chunked local attention, mixture-of-experts sizes, and the
-checkpoint's precision. What the sizing does not model (state-space and linear-attention layers,
-DeepSeek-V3.2's sparse-attention indexer) is refused by name (`refuse_unmodelled`)."""
+checkpoint's precision, and the recurrent-state layers of the hybrids sized in hybrid.py
+(Qwen3-Next, Granite 4.0-H). What the sizing does not model (other state-space and
+linear-attention models, DeepSeek-V3.2's sparse-attention indexer) is refused by name
+(`refuse_unmodelled`)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ModelConfigError, UnsupportedArchitectureError
+from .hybrid import StateLayers, is_sized, state_layers
 
 # torch dtype names as config.json writes them -> bytes per element
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
@@ -75,6 +78,10 @@ class Architecture:
     mla: MLA | None = None
     quantization: Quantization | None = None
     vision_params: int = 0  # parameters of a vision tower loaded beside the text model
+    # recurrent-state layers of a sized hybrid (hybrid.py), None for a plain transformer
+    state: StateLayers | None = None
+    # attention output gate: q_proj also produces a per-head gate (Qwen3-Next attn_output_gate)
+    attention_gate: bool = False
 
     @property
     def has_sliding_window(self) -> bool:
@@ -299,6 +306,9 @@ def _moe(cfg: dict, where: str, num_layers: int, llama4: bool = False) -> MoE | 
     if not expert_inter:
         raise ModelConfigError(f"{where}: MoE model needs 'moe_intermediate_size' or 'intermediate_size'")
     shared = _get(cfg, "shared_expert_intermediate_size", where, required=False, default=0, minimum=0)
+    if not shared and cfg.get("model_type") == "granitemoehybrid":
+        # vllm/model_executor/models/granitemoehybrid.py: a shared MLP beside the experts in every layer
+        shared = _get(cfg, "shared_intermediate_size", where, required=False, default=1024, minimum=0)
     n_shared = _get(cfg, "n_shared_experts", where, required=False, default=0, minimum=0)
     if n_shared:
         shared = n_shared * expert_inter
@@ -356,7 +366,8 @@ STATE_FIELDS = ("hybrid_override_pattern", "layers_block_type", "attn_layer_peri
                 *LINEAR_FIELDS, "ssm_cfg", "ssm_state_size")
 STATE_PREFIXES = ("mamba_", "mamba2_", "ssm_")
 SUPPORTED = ("supported: transformers whose every layer is full, sliding-window or chunked-local (Llama 4) "
-             "attention, or MLA without an indexer (DeepSeek-V2/V3)")
+             "attention, MLA without an indexer (DeepSeek-V2/V3), and the hybrids Qwen3-Next (qwen3_next) and "
+             "Granite 4.0-H (granitemoehybrid)")
 STATE_WHAT = ("vLLM 0.32 keeps a fixed-size recurrent state per sequence for those layers (MambaSpec, "
               "vllm/v1/kv_cache_interface.py) beside the attention KV cache, which this sizing does not model")
 
@@ -375,7 +386,14 @@ def _state_field(cfg: dict) -> str | None:
 
 def refuse_unmodelled(top: dict, cfg: dict, where: str) -> None:
     """Refuse, by the config field that shows it, an architecture the sizing does not model,
-    instead of sizing it as a plain transformer (or failing on an unrelated missing field)."""
+    instead of sizing it as a plain transformer (or failing on an unrelated missing field).
+    The hybrids hybrid.py sizes pass; their own fields are checked there."""
+    if not is_sized(cfg, top):
+        _refuse_state(top, cfg, where)
+    _refuse_indexer(cfg, where)
+
+
+def _refuse_state(top: dict, cfg: dict, where: str) -> None:
     layer_types = cfg.get("layer_types")
     if isinstance(layer_types, list):
         odd = sorted({t for t in layer_types if isinstance(t, str)} - set(ATTENTION_LAYER_TYPES) - {"chunked_attention"},
@@ -410,6 +428,9 @@ def refuse_unmodelled(top: dict, cfg: dict, where: str) -> None:
                         f"{where}: field 'architectures' names {a}, whose layers build KV cache specs of their own in "
                         f"vLLM 0.32 ({MODEL_SPECIFIC_KV_ARCHITECTURES[a]}: compressed or sparse attention caches) that "
                         f"this sizing does not model; {SUPPORTED}")
+
+
+def _refuse_indexer(cfg: dict, where: str) -> None:
     for key in ("index_topk", "index_head_dim", "index_n_heads"):
         if key in cfg:
             # vLLM 0.32: DeepseekV32ForCausalLM and GlmMoeDsaForCausalLM (vllm/models/deepseek_v32/attention.py)
@@ -457,6 +478,9 @@ def parse_config(cfg: Any, name: str) -> Architecture:
     moe = _moe(cfg, where, layers, llama4)
     if moe is not None:
         intermediate = cfg.get("intermediate_size") or moe.expert_intermediate_size
+    elif cfg.get("model_type") == "granitemoehybrid":
+        # granitemoehybrid.py without experts: the shared MLP is the layer's only feed-forward block
+        intermediate = _get(cfg, "shared_intermediate_size", where, required=False, default=1024)
     else:
         intermediate = _get(cfg, "intermediate_size", where)
     model_type = (_get(cfg, "model_type", where, kind=str, required=False, default=None)
@@ -486,4 +510,8 @@ def parse_config(cfg: Any, name: str) -> Architecture:
         mla=mla,
         quantization=_quantization(top, where),
         vision_params=_vision_params(top),
+        state=state_layers(cfg, where, layers),
+        # qwen3_next.py Qwen3NextAttention: getattr(config, "attn_output_gate", True)
+        attention_gate=(model_type == "qwen3_next"
+                        and _get(cfg, "attn_output_gate", where, kind=bool, required=False, default=True)),
     )

@@ -1,6 +1,7 @@
 """The KV cache block size vLLM uses on a CUDA GPU, decided by the attention backend vLLM
 selects for the model on that GPU. The Plan sizes the KV cache in blocks of this size and passes
-it as `--block-size` (one decision, `Decisions.block`).
+it as `--block-size` (one decision, `Decisions.block`; for a hybrid with recurrent-state layers
+`Decisions.block_for` raises it per TP as vLLM does, kvcache.attention_block_size).
 
 What vLLM 0.32.0 does (read in its source, the release the chart pins):
 - `vllm/platforms/cuda.py`, `_get_backend_priorities`: the backends in priority order, by

@@ -104,7 +104,7 @@ def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings) -> Budget
             available = requested - w - over.total
             band = (requested - w - over.expected, requested - w - over.optimistic)
         stages.append(StageBudget(stage, requested, w, over, available,
-                                  kvcache.layout(a, s.tp, layers, p.kv_dtype_bytes), pin_room, *band))
+                                  kvcache.layout(a, s.tp, layers, p.kv_dtype_bytes, p.dtype_bytes), pin_room, *band))
     budget = Budget(s, weights.bytes_total(a, prec), tuple(stages), 0)
     cap = budget.kv_capacity(1)
     return Budget(s, budget.weights_total, budget.stages, cap.num_blocks)
@@ -130,14 +130,19 @@ def memory_plan(a: Architecture, hw: Hardware, p: Precisions, b: Budget, max_mod
           f"MLP x {prec.mlp} B, experts x {prec.experts} B", "bytes per parameter of the precision vLLM loads")
     d.add("weights_bytes_per_gpu", gib(worst.weights),
           f"linear layers / TP {s.tp}, layers of the largest of {s.pp} stage(s), embedding on the first and LM head on the last")
-    d.add("kv_bytes_per_token_per_gpu", f"{per_tok:,} B", _kv_formula(a, p, s.tp, lay.layers_on_rank),
-          "KV heads are replicated when fewer than TP ranks; MLA latents are not split by TP")
+    d.add("kv_bytes_per_token_per_gpu", f"{per_tok:,} B", _kv_formula(a, p, s.tp, lay.layers_on_rank - lay.state_layers),
+          "KV heads are replicated when fewer than TP ranks; MLA latents are not split by TP"
+          + ("; recurrent-state layers keep no per-token cache" if lay.state_layers else ""))
     if len(lay.groups) > 1:
         d.add("kv_cache_groups", f"{len(lay.groups)} groups of {lay.group_size} layers",
               ", ".join(f"{n} {kvcache.describe(w)}" for n, w in lay.groups),
               "vLLM hybrid allocator: sliding-window layers keep at most window + batch tokens"
               + (", chunked local attention layers one chunk + batch tokens"
-                 if any(isinstance(w, kvcache.Chunk) for _, w in lay.groups) else ""))
+                 if any(isinstance(w, kvcache.Chunk) for _, w in lay.groups) else "")
+              + (", recurrent-state layers a fixed number of state blocks (vllm/v1/core/kv_cache_utils.py "
+                 "_get_kv_cache_groups_uniform_page_size)" if lay.state_layers else ""))
+    if lay.state_layers:
+        _state_derivation(d, a, s, lay)
     _available_derivations(d, hw, s, worst)
     block_bytes = lay.bytes_per_token_per_layer * s.block_size * lay.group_size
     d.add("kv_cache_blocks", f"{cap.num_blocks:,}",
@@ -157,6 +162,21 @@ def memory_plan(a: Architecture, hw: Hardware, p: Precisions, b: Budget, max_mod
         available_kv_cache_bytes_per_gpu=worst.available, kv_cache_blocks=cap.num_blocks, kv_cache_tokens=cap.tokens,
         max_model_len=max_model_len, max_concurrency=round(cap.max_concurrency, 2),
         model_max_len=a.max_position_embeddings, derivations=d.items)
+
+
+def _state_derivation(d: Derivations, a: Architecture, s: Settings, lay: kvcache.KVLayout) -> None:
+    """How a hybrid's recurrent state is sized (hybrid.py, vLLM MambaSpec)."""
+    st = a.state
+    page = lay.bytes_per_token_per_layer * s.block_size
+    d.add("state_bytes_per_sequence_per_gpu", f"{lay.state_bytes_per_sequence:,} B",
+          f"{lay.state_layers} {st.kind} layers x {lay.state_bytes_per_layer:,} B (convolution window of "
+          f"{st.conv_kernel - 1} inputs + {st.heads} heads x {st.head_dims[0]} x {st.head_dims[1]} state, / TP {s.tp}); "
+          f"each layer's state is padded to one attention page of {page:,} B (block {s.block_size} x "
+          f"{lay.bytes_per_token_per_layer:,} B) and a request holds {st.blocks_per_request} state blocks per state group "
+          f"({st.blocks_per_request * lay.group_size * page:,} B per group of {lay.group_size} layers)",
+          "vLLM 0.32 MambaSpec (vllm/v1/kv_cache_interface.py) in mamba_cache_mode 'align', set with prefix caching "
+          "(vllm/model_executor/models/config.py MambaModelConfig): the running state and the last block-aligned "
+          "checkpoint" + (", plus one prefill checkpoint block (mamba_mixer2.py)" if st.checkpoint_blocks else ""))
 
 
 def _kv_formula(a: Architecture, p: Precisions, tp: int, layers: int) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from . import attention
+from . import attention, kvcache
 from . import budget as budget_mod
 from .architecture import DTYPE_BYTES, Architecture
 from .catalog import ResolvedModel, resolve_model
@@ -72,7 +72,7 @@ def valid_tp(a: Architecture, tp: int) -> str | None:
         return f"it must divide the {a.num_attention_heads} attention heads"
     if a.mla is None and a.num_kv_heads % tp and tp % a.num_kv_heads:
         return f"it must divide, or be a multiple of, the {a.num_kv_heads} KV heads"
-    return None
+    return a.state.tp_problem(tp) if a.state is not None else None
 
 
 # Smallest --kv-cache-memory taken: 1 MiB (anything smaller rounds to no cache at all).
@@ -151,9 +151,14 @@ class Decisions:
                 f"--max-num-batched-tokens ({self.batched}) must be >= max_num_seqs ({self.seqs0})")
 
     def budget(self, tp: int, pp: int, seqs: int | None = None) -> budget_mod.Budget:
-        s = budget_mod.Settings(tp, pp, self.util, self.batched, seqs or self.seqs0, self.block, self.kv_pin,
+        s = budget_mod.Settings(tp, pp, self.util, self.batched, seqs or self.seqs0, self.block_for(tp), self.kv_pin,
                                 self.req.async_scheduling, attention_backend=self.block_rule.backend)
         return budget_mod.compute(self.a, self.hw, self.p, s)
+
+    def block_for(self, tp: int) -> int:
+        """The block size vLLM runs with at this TP: the backend's (self.block), raised for a
+        hybrid until an attention page holds one recurrent state (kvcache.attention_block_size)."""
+        return kvcache.attention_block_size(self.a, tp, self.p.kv_dtype_bytes, self.p.dtype_bytes, self.block)
 
     def concurrency(self, b: budget_mod.Budget, length: int) -> float:
         return b.kv_capacity(length).max_concurrency if b.fits_weights else 0.0
@@ -335,7 +340,7 @@ class Decisions:
             for label, bits in (("fp8", 8.0), ("a 4-bit AWQ/GPTQ checkpoint", 4 + 20 / 128)):
                 alt = budget_mod.Precisions(self.p.dtype, self.p.dtype_bytes, "x", bits, "linear",
                                             self.p.kv_cache_dtype, self.p.kv_dtype_bytes)
-                s = budget_mod.Settings(tp, pp, self.util, self.batched, self.seqs0, self.block, self.kv_pin,
+                s = budget_mod.Settings(tp, pp, self.util, self.batched, self.seqs0, self.block_for(tp), self.kv_pin,
                                         self.req.async_scheduling, attention_backend=self.block_rule.backend)
                 b = budget_mod.compute(self.a, self.hw, alt, s)
                 if b.fits_weights and b.kv_capacity(self.required_len).max_concurrency >= 1:
@@ -392,16 +397,17 @@ class Decisions:
         return LayoutPlan(tensor_parallel_size=tp, pipeline_parallel_size=pp, nodes_per_replica=pp,
                           gpus_per_pod=tp, replicas=replicas, derivations=d.items)
 
-    def engine_plan(self, max_model_len: int, max_num_seqs: int, seqs_why: str) -> EnginePlan:
+    def engine_plan(self, max_model_len: int, max_num_seqs: int, seqs_why: str, tp: int = 1) -> EnginePlan:
         d = Derivations()
-        d.add("block_size", str(self.block), self.block_rule.why, attention.SOURCE)
+        block = self.block_for(tp)
+        d.add("block_size", str(block), self.block_rule.why + self._hybrid_block_why(tp, block), attention.SOURCE)
         d.add("max_num_seqs", str(max_num_seqs), seqs_why)
         d.add("max_num_batched_tokens", str(self.batched), "pinned" if self.req.max_num_batched_tokens else
               f"{DEFAULT_BATCHED_TOKENS} with chunked prefill: long prompts are split, so it need not reach max_model_len")
         settings = engine_settings(
             dtype=self.p.dtype, max_model_len=max_model_len, gpu_memory_utilization=self.util,
             kv_cache_memory_bytes=self.kv_pin, max_num_seqs=max_num_seqs, max_num_batched_tokens=self.batched,
-            block_size=self.block, kv_cache_dtype=self.p.kv_cache_dtype,
+            block_size=block, kv_cache_dtype=self.p.kv_cache_dtype,
             # a quantized checkpoint declares its method; vLLM reads it from config.json
             quantization=self.req.quantization if self.a.quantization is None else None,
             async_scheduling=self.req.async_scheduling)
@@ -409,6 +415,17 @@ class Decisions:
                           max_num_seqs=max_num_seqs, max_num_batched_tokens=self.batched,
                           enable_chunked_prefill=True, enable_prefix_caching=True, settings=settings,
                           derivations=d.items)
+
+    def _hybrid_block_why(self, tp: int, block: int) -> str:
+        st = self.a.state
+        if st is None:
+            return ""
+        page = kvcache.bytes_per_token_per_layer(self.a, tp, self.p.kv_dtype_bytes)
+        state = st.state_bytes(tp, self.p.dtype_bytes)
+        verb = "raised to" if block > self.block else "kept at"
+        return (f"; hybrid: {verb} {block} so that one attention page ({block} x {page:,} B = {block * page:,} B) "
+                f"holds one {st.kind} layer state ({state:,} B per sequence at TP={tp}, padded to the page); vLLM "
+                "raises it so even when --block-size is given (vllm/platforms/interface.py _align_hybrid_block_size)")
 
     def check_topology(self, pp: int) -> None:
         """Topology choices the layout cannot serve; errors name the flag."""

@@ -11,7 +11,12 @@ Llama 4's chunked local attention layers form groups of their own (ChunkedLocalA
 vllm/v1/kv_cache_interface.py): vLLM 0.32 keeps the hybrid allocator on for them on GPUs
 (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 1, vllm/envs.py; vllm/config/
 vllm.py turns the allocator off only when that is 0, with EAGLE speculative decoding, or on a
-platform without hybrid KV cache support such as the CPU build)."""
+platform without hybrid KV cache support; the CPU build has it, vllm/platforms/cpu.py
+support_hybrid_kv_cache, and the engine tier's chunked-attention case logs the grouped figures).
+
+The recurrent-state layers of a hybrid (Gated DeltaNet, Mamba2: hybrid.py) form groups of
+their own too (MambaSpec): each layer's state is padded to one attention page, so a state group
+costs one block per state a request holds, whatever its length."""
 
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .architecture import Architecture
+from .hybrid import aligned_block_size
 
 
 @dataclass(frozen=True, order=True)
@@ -32,13 +38,24 @@ class Chunk:
         return f"chunk {self.size}"
 
 
+@dataclass(frozen=True, order=True)
+class State:
+    """The kind of a recurrent-state group: `blocks` state blocks per request (MambaSpec in
+    mamba_cache_mode "align": hybrid.StateLayers.blocks_per_request)."""
+
+    blocks: int
+
+    def __str__(self) -> str:
+        return f"state ({self.blocks} blocks per request)"
+
+
 # a KV cache group's kind: None for full attention, an int for a sliding window, a Chunk for
-# chunked local attention
-Kind = int | Chunk | None
+# chunked local attention, a State for recurrent-state layers
+Kind = int | Chunk | State | None
 
 
 def describe(kind: Kind) -> str:
-    return "full" if kind is None else (str(kind) if isinstance(kind, Chunk) else f"window {kind}")
+    return "full" if kind is None else (str(kind) if isinstance(kind, (Chunk, State)) else f"window {kind}")
 
 
 @dataclass(frozen=True)
@@ -49,11 +66,19 @@ class KVLayout:
     groups: tuple[tuple[int, Kind], ...]
     group_size: int           # layers per group (groups are padded to this many)
     layers_on_rank: int
+    state_layers: int = 0     # recurrent-state layers among layers_on_rank
+    state_bytes_per_layer: int = 0   # one sequence's state in one such layer on this rank, unpadded
 
     @property
     def bytes_per_token(self) -> int:
-        """KV bytes one token costs on this rank if every layer kept it (full-attention view)."""
-        return self.bytes_per_token_per_layer * self.layers_on_rank
+        """KV bytes one token costs on this rank if every attention layer kept it (full-attention
+        view); recurrent-state layers keep no per-token cache."""
+        return self.bytes_per_token_per_layer * (self.layers_on_rank - self.state_layers)
+
+    @property
+    def state_bytes_per_sequence(self) -> int:
+        """One sequence's live recurrent state on this rank, all state layers, unpadded."""
+        return self.state_bytes_per_layer * self.state_layers
 
     @property
     def page_bytes(self) -> int:
@@ -71,12 +96,27 @@ def bytes_per_token_per_layer(a: Architecture, tp: int, kv_dtype_bytes: int) -> 
     return 2 * kv_heads_per_rank(a, tp) * a.head_dim * kv_dtype_bytes
 
 
+def attention_block_size(a: Architecture, tp: int, kv_dtype_bytes: int, state_dtype_bytes: int, block: int) -> int:
+    """The block size vLLM runs a hybrid with at this TP: `block` raised until one attention
+    page holds one layer's state (hybrid.aligned_block_size); `block` for other models."""
+    if a.state is None:
+        return block
+    return aligned_block_size(block, bytes_per_token_per_layer(a, tp, kv_dtype_bytes),
+                              a.state.state_bytes(tp, state_dtype_bytes))
+
+
 @lru_cache(maxsize=4096)
-def layout(a: Architecture, tp: int, layers: range, kv_dtype_bytes: int) -> KVLayout:
+def layout(a: Architecture, tp: int, layers: range, kv_dtype_bytes: int, state_dtype_bytes: int = 2) -> KVLayout:
     windows: list[Kind] = [a.layer_windows[i] if a.layer_windows else None for i in layers]
     if a.layer_chunks:
         windows = [Chunk(a.layer_chunks[i]) if a.layer_chunks[i] is not None else w
                    for i, w in zip(layers, windows)]
+    state_layers, state_bytes = 0, 0
+    if a.state is not None:
+        kind = State(a.state.blocks_per_request)
+        windows = [kind if a.state.layers[i] else w for i, w in zip(layers, windows)]
+        state_layers = sum(a.state.layers[i] for i in layers)
+        state_bytes = a.state.state_bytes(tp, state_dtype_bytes)
     by_kind: dict[Kind, int] = {}
     for w in windows:
         by_kind[w] = by_kind.get(w, 0) + 1
@@ -94,12 +134,15 @@ def layout(a: Architecture, tp: int, layers: range, kv_dtype_bytes: int) -> KVLa
             full, rest = divmod(n, group_size)
             grouped += [(group_size, w)] * full + ([(rest, w)] if rest else [])
         groups = tuple(grouped)
-    return KVLayout(bytes_per_token_per_layer(a, tp, kv_dtype_bytes), groups, group_size, len(windows))
+    return KVLayout(bytes_per_token_per_layer(a, tp, kv_dtype_bytes), groups, group_size, len(windows),
+                    state_layers, state_bytes)
 
 
 def _order(kind: Kind) -> tuple[int, int]:
     if kind is None:
         return (0, 0)
+    if isinstance(kind, State):
+        return (3, kind.blocks)
     return (2, kind.size) if isinstance(kind, Chunk) else (1, kind)
 
 
@@ -124,6 +167,9 @@ def blocks_for_request(group_window: Kind, max_model_len: int, block_size: int,
                        in_flight: int) -> int:
     if group_window is None:
         return math.ceil(max_model_len / block_size)
+    if isinstance(group_window, State):
+        # MambaSpec: cdiv(max_memory_usage_bytes, page_size_bytes), whatever the length
+        return group_window.blocks
     if isinstance(group_window, Chunk):
         # ChunkedLocalAttentionSpec.max_admission_blocks_per_request (0.32): one chunk plus the
         # in-flight tokens, no extra block (chunks start at multiples of the chunk size)

@@ -31,7 +31,7 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
     dec.check_topology(pp)
     memory = memory_plan(dec.a, dec.hw, dec.p, b, max_len, len_why)
     layout = dec.layout_plan(tp, pp, layout_why, b.kv_capacity(max_len).max_concurrency)
-    engine = dec.engine_plan(max_len, seqs, seqs_why)
+    engine = dec.engine_plan(max_len, seqs, seqs_why, tp)
     topology = req.topology if req.topology != "auto" else ("multi-node" if pp > 1 else "single-node")
     source = dec.model_source
     pod = size_pod(dec.hw, tp, tp, pp > 1 or topology == "disaggregated", b.weights_total, pp,

@@ -31,13 +31,17 @@ def layer_params(a: Architecture, index: int) -> LayerParams:
         kv_b = m.kv_lora_rank * a.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim)
         o = a.num_attention_heads * m.v_head_dim * h
         attention, kv_projection = q + kv_a + kv_b + o, 0
+    elif a.state is not None and a.state.layers[index]:
+        # a recurrent-state layer: its mixer (hybrid.py) in place of attention, split over TP
+        attention, kv_projection = a.state.mixer_params, 0
     else:
-        q = h * a.num_attention_heads * a.head_dim
+        # an output gate doubles q_proj's width (Qwen3-Next gated attention)
+        q = h * a.num_attention_heads * a.head_dim * (2 if a.attention_gate else 1)
         kv = 2 * h * a.num_kv_heads * a.head_dim
         o = a.num_attention_heads * a.head_dim * h
         attention, kv_projection = q + kv + o, kv
     norms = 2 * h
-    bias = (a.num_attention_heads + 2 * a.num_kv_heads) * a.head_dim if a.attention_bias else 0
+    bias = (a.num_attention_heads + 2 * a.num_kv_heads) * a.head_dim if a.attention_bias and kv_projection else 0
     moe = a.moe
     if moe is None or not moe.is_moe_layer(index):
         inter = moe.dense_intermediate_size if moe is not None else a.intermediate_size

@@ -15,7 +15,21 @@ CASES = [
     ("qwen2", 3, 4096),
     ("mistral-swa", 1, 2048),  # sliding window 256 < max_model_len: sliding-window KV spec
     ("gpt-oss", 1, 8192),  # alternating sliding (128) / full layers: two KV layer groups
+    # Gated DeltaNet hybrid: 3 state layers + 1 attention layer, four groups of one layer; the
+    # state (71,680 B) outgrows a 128-token page, so vLLM raises the block size to 256
+    ("qwen3-next", 2, 6000),
+    # 256-token chunked local attention in 3 of 4 layers: a request of 16384 tokens holds one
+    # chunk plus the batch in flight in each chunked group
+    ("llama4-chunked", 1, 16384),
 ]
+# Engine settings the generator's Plan always sets and the CPU build would otherwise change:
+# - prefix caching on (the Plan's --enable-prefix-caching), which puts hybrid state layers in
+#   mamba_cache_mode "align" (2 state blocks per request and group);
+# - the SSM state in the model dtype: vLLM's CPU platform resets --mamba-ssm-cache-dtype "auto"
+#   to float32 on CPUs with AVX512-BF16 unless bfloat16 is asked for and its accelerated Gated
+#   DeltaNet kernel takes it (vllm/platforms/cpu.py check_and_update_config); on a GPU "auto"
+#   is the model dtype, bfloat16, which is what the generator sizes.
+EXTRA_ARGS = {"qwen3-next": ["--enable-prefix-caching", "--mamba-ssm-cache-dtype", "bfloat16"]}
 BLOCK_SIZE = 128
 # Batch limits given to both the engine and the generator: a sliding-window layer keeps
 # window - 1 + max_num_batched_tokens tokens per request, so both must use the same value.
@@ -33,7 +47,8 @@ def test_engine_logs_generator_prediction(tiny: str, kv_gib: int, max_model_len:
     # _should_warm_up_model); the KV arithmetic does not depend on compilation.
     args = [path, "--max-model-len", str(max_model_len), "--block-size", str(BLOCK_SIZE),
             "--max-num-batched-tokens", str(MAX_NUM_BATCHED_TOKENS),
-            "--max-num-seqs", str(MAX_NUM_SEQS), "--enforce-eager", "--host", "127.0.0.1"]
+            "--max-num-seqs", str(MAX_NUM_SEQS), "--enforce-eager", "--host", "127.0.0.1",
+            *EXTRA_ARGS.get(tiny, [])]
     env = {"VLLM_CPU_KVCACHE_SPACE": str(kv_gib)}
     srv = server_pool.get(("sizing", tiny, kv_gib, max_model_len),
                           f"sizing-{tiny}-{kv_gib}GiB-{max_model_len}", args, env)

@@ -1,5 +1,6 @@
 """Architectures beyond the plain transformer: what is refused by name (state-space and
-linear-attention hybrids, DeepSeek-V3.2's indexer) and what is sized as vLLM 0.32 does (Llama 4's
+linear-attention hybrids other than Qwen3-Next and Granite 4.0-H, which test_hybrid_sizing
+covers; DeepSeek-V3.2's indexer) and what is sized as vLLM 0.32 does (Llama 4's
 interleaved MoE, shared expert and chunked local attention)."""
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ GRANITE_4_H = {"architectures": ["GraniteMoeHybridForCausalLM"], "model_type": "
 MAMBA2 = {"architectures": ["Mamba2ForCausalLM"], "model_type": "mamba2", "hidden_size": 4096,
           "num_hidden_layers": 64, "vocab_size": 32768, "state_size": 128, "conv_kernel": 4, "num_heads": 128,
           "head_dim": 64, "n_groups": 8, "expand": 2}
+# Qwen3.5 MoE: the same Gated DeltaNet fields as Qwen3-Next, a family this sizing does not cover
+QWEN3_5_MOE = {**QWEN3_NEXT, "architectures": ["Qwen3_5MoeForCausalLM"], "model_type": "qwen3_5_moe_text"}
 DEEPSEEK_V32 = {**model_catalog()["deepseek-v3"].config, "architectures": ["DeepseekV32ForCausalLM"],
                 "model_type": "deepseek_v32", "index_topk": 2048, "index_head_dim": 128, "index_n_heads": 64}
 
@@ -49,12 +52,12 @@ def _strip(cfg: dict, *keys: str) -> dict:
 
 
 @pytest.mark.parametrize("cfg,field", [
-    (QWEN3_NEXT, "full_attention_interval"),
-    (_strip(QWEN3_NEXT, "full_attention_interval"), "linear_num_key_heads"),
+    (QWEN3_5_MOE, "full_attention_interval"),
+    (_strip(QWEN3_5_MOE, "full_attention_interval"), "linear_num_key_heads"),
     (JAMBA, "attn_layer_period"),
     (_strip(JAMBA, "attn_layer_period", "attn_layer_offset"), "mamba_d_conv"),
     (NEMOTRON_H, "hybrid_override_pattern"),
-    (GRANITE_4_H, "layer_types"),
+    ({**GRANITE_4_H, "architectures": ["GraniteMoeHybridForSequenceClassification"]}, "layer_types"),
     (MAMBA2, "state_size"),
     # only the class or type name left: still refused, by that field
     ({"architectures": ["Qwen3NextForCausalLM"], "hidden_size": 64}, "architectures"),
@@ -75,8 +78,8 @@ def test_unmodelled_architectures_are_refused_by_field(cfg, field):
 def test_state_space_refusal_says_what_vllm_does():
     msg = str(pytest.raises(UnsupportedArchitectureError, parse_config, MAMBA2, "m").value)
     assert "MambaSpec" in msg and "num_attention_heads" not in msg
-    msg = str(pytest.raises(UnsupportedArchitectureError, parse_config, QWEN3_NEXT, "q").value)
-    assert "linear-attention" in msg
+    msg = str(pytest.raises(UnsupportedArchitectureError, parse_config, QWEN3_5_MOE, "q").value)
+    assert "linear-attention" in msg and "Qwen3-Next (qwen3_next)" in msg
     msg = str(pytest.raises(UnsupportedArchitectureError, parse_config, DEEPSEEK_V32, "d").value)
     assert "indexer" in msg and "DeepseekV32IndexerCache" in msg
 
@@ -90,8 +93,8 @@ def test_chunked_layer_types_outside_llama4_are_refused():
 
 
 @pytest.mark.parametrize("cfg,field", [
-    (GRANITE_4_H, "layer_types"), (NEMOTRON_H, "hybrid_override_pattern"), (MAMBA2, "state_size"),
-    (QWEN3_NEXT, "full_attention_interval"), (JAMBA, "attn_layer_period"), (DEEPSEEK_V32, "index_topk"),
+    (NEMOTRON_H, "hybrid_override_pattern"), (MAMBA2, "state_size"),
+    (QWEN3_5_MOE, "full_attention_interval"), (JAMBA, "attn_layer_period"), (DEEPSEEK_V32, "index_topk"),
 ])
 def test_cli_refuses_in_one_line(cli, tmp_path, cfg, field):
     path = tmp_path / "config.json"

@@ -302,3 +302,25 @@ def test_plan_refuses_what_values_cannot_write(cli, tmp_path, topology):
     for command in (["plan"], ["values", "--zone", "us-east-1a", "--out", str(tmp_path / "out")]):
         r = cli(*command, *args)
         assert r.exit_code == 1 and f"--topology {topology}" in r.stderr, (command, r.stderr)
+
+
+# The hybrids sized (generator/vllm_eks/hybrid.py), from the catalog, every field they read
+# open to mutation: a bad value is refused in one line naming the field, never a traceback.
+def _hybrid_configs() -> dict[str, dict]:
+    from vllm_eks.catalog import model_catalog
+    return {m: model_catalog()[m].config for m in ("qwen3-next-80b-a3b-instruct", "granite-4.0-h-tiny")}
+
+
+HYBRID_FIELDS = sorted({k for cfg in _hybrid_configs().values() for k in cfg}
+                       | {"attn_output_gate", "mamba_conv_bias", "mamba_proj_bias"})
+
+
+@FUZZ
+@given(which=st.sampled_from(sorted(_hybrid_configs())),
+       mutated=st.dictionaries(st.sampled_from(HYBRID_FIELDS), JSON_VALUES, min_size=1, max_size=2))
+def test_mutated_hybrid_config_json(cli, tmp_path_factory, which, mutated):
+    cfg = {**_hybrid_configs()[which], **mutated}
+    path = tmp_path_factory.mktemp("cfg") / "config.json"
+    path.write_text(json.dumps(cfg))
+    args = ["plan", "--model", str(path), "--model-source", "acme/tiny", "--instance", "p5.48xlarge", "--json"]
+    assert_clean(cli(*args), args)

@@ -21,6 +21,14 @@ sliding window) matter to the tests, and those are varied on purpose:
     MoE layer of 8 routed experts in 4 groups (topk_group 2, top-2, sigmoid scores with a
     correction bias) plus 1 shared expert; bf16 weights, no quantization_config (the real
     checkpoint's FP8 128x128 blocks are not reproduced), no MTP layer.
+  - qwen3-next: Qwen3-Next-style hybrid, 3 Gated DeltaNet layers then 1 gated full-attention
+    layer (full_attention_interval 4) and MoE (4 experts top-2 + shared expert). The linear
+    heads (4 key / 8 value heads of 64) make one layer's state (conv 3 x 512 channels + 8 x
+    64 x 64, bf16 = 71,680 B) larger than a 128-token attention page (128 x 2 x 2 x 64 x 2 B
+    = 65,536 B), so vLLM raises the block size to 256 as it does for the real model.
+  - llama4-chunked: Llama 4-style text model (Llama4ForCausalLM) with 256-token chunked local
+    attention in 3 of 4 layers (no_rope_layer_interval 4), MoE (2 experts top-1 + shared
+    expert) in every layer.
 """
 
 from __future__ import annotations
@@ -36,6 +44,8 @@ from transformers import (
     DeepseekV3ForCausalLM,
     GptOssConfig,
     GptOssForCausalLM,
+    Llama4ForCausalLM,
+    Llama4TextConfig,
     LlamaConfig,
     LlamaForCausalLM,
     MistralConfig,
@@ -43,6 +53,8 @@ from transformers import (
     PreTrainedTokenizerFast,
     Qwen2Config,
     Qwen2ForCausalLM,
+    Qwen3NextConfig,
+    Qwen3NextForCausalLM,
 )
 
 # A chat template in the common role-marker style; vLLM renders it for /v1/chat/completions.
@@ -138,6 +150,18 @@ def specs(tokenizer: PreTrainedTokenizerFast) -> dict[str, tuple[type, object]]:
             rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0,
                              "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0,
                              "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096})),
+        "qwen3-next": (Qwen3NextForCausalLM, Qwen3NextConfig(
+            **{**base, "num_hidden_layers": 4}, num_key_value_heads=2, head_dim=64,
+            full_attention_interval=4, linear_num_key_heads=4, linear_num_value_heads=8,
+            linear_key_head_dim=64, linear_value_head_dim=64, linear_conv_kernel_dim=4,
+            num_experts=4, num_experts_per_tok=2, moe_intermediate_size=64,
+            shared_expert_intermediate_size=64, decoder_sparse_step=1, mlp_only_layers=[],
+            tie_word_embeddings=False)),
+        "llama4-chunked": (Llama4ForCausalLM, Llama4TextConfig(
+            **{**base, "num_hidden_layers": 4}, num_key_value_heads=2, head_dim=32,
+            intermediate_size_mlp=256, num_local_experts=2, num_experts_per_tok=1,
+            interleave_moe_layer_step=1, attention_chunk_size=256, no_rope_layer_interval=4,
+            use_qk_norm=False, tie_word_embeddings=False)),
     }
 
 
