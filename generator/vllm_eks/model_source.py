@@ -72,7 +72,10 @@ def load_source(req: PlanRequest, topology: str) -> LoadSource:
     kind = resolve_kind(req)
     downloads = kind == "huggingface" or (kind == "s3" and topology in ON_RAY)
     if req.load_bandwidth_mib_s:
-        return LoadSource(kind, downloads, int(req.load_bandwidth_mib_s * MIB), "set by --load-bandwidth-mib-s")
+        bw = int(req.load_bandwidth_mib_s * MIB)
+        if bw < 1:
+            raise InvalidOptionError(f"--load-bandwidth-mib-s {req.load_bandwidth_mib_s:g}: below one byte per second")
+        return LoadSource(kind, downloads, bw, "set by --load-bandwidth-mib-s")
     if kind == "fsx":
         tier = req.fsx_throughput_per_tib or DEFAULT_FSX_TIER_MB_S_PER_TIB
         tib = req.fsx_storage_tib or DEFAULT_FSX_STORAGE_TIB

@@ -54,18 +54,19 @@ class PlanRequest(BaseModel):
         default=True, description="vLLM's async scheduling (its default on GPUs; its CPU platform turns it off)")
 
     # pod sizing inputs
-    load_bandwidth_mib_s: float | None = Field(default=None, description=(
+    # Upper bounds far above any storage or network (10 TiB/s, 100 PiB) keep the arithmetic finite.
+    load_bandwidth_mib_s: float | None = Field(default=None, le=10**7, description=(
         "Weight load rate for the start-up budgets (default: per source, model_source.py)"))
     model_source_kind: Literal["huggingface", "s3", "pvc", "fsx", "mountpoint-s3"] | None = Field(
         default=None, description="Where the weights come from (default: from the form of model_source)")
     fsx_throughput_per_tib: Literal[50, 100, 125, 200, 250, 500, 1000] | None = Field(default=None, description=(
         "FSx for Lustre throughput tier in MB/s per TiB of storage (--model-source-kind fsx)"))
-    fsx_storage_tib: float | None = Field(default=None, description=(
+    fsx_storage_tib: float | None = Field(default=None, le=10**5, description=(
         "FSx for Lustre storage capacity in TiB (--model-source-kind fsx)"))
     cache: Literal["emptydir", "pvc", "instance-store"] = Field(default="emptydir", description=(
         "Volume of the Hugging Face and vLLM compile caches: emptydir (lost with the pod), pvc (kept "
         "across pod restarts), instance-store (the pool's NVMe RAID0, kept across container restarts)"))
-    cache_read_mib_s: float | None = Field(default=None, gt=0, description=(
+    cache_read_mib_s: float | None = Field(default=None, gt=0, le=10**7, description=(
         "Read rate of the cache volume for the warm start-up budget (default: sizing.py per --cache)"))
     daemonset_reserve_cpu: str | None = Field(
         default=None, description="CPU quantity kept on every GPU node for DaemonSets (default: sizing.py)")
