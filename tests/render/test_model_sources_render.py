@@ -136,6 +136,12 @@ def test_what_the_engine_is_told_to_load(case: str) -> None:
             # Ray Serve LLM downloads an s3:// model_source itself; a streaming load_format would
             # make it hand vLLM the model_id instead (docs/model-sources.md)
             assert "load_format" not in cfg["engine_kwargs"], json.dumps(cfg["engine_kwargs"])
+        # the workers, where Ray downloads, check the image has boto3 first (s3 only)
+        for role, spec in server_pods(objects).items():
+            if role.startswith("ray-worker-"):
+                (worker,) = spec["containers"]
+                checked = f"scripts/{topology}.sh" in worker["args"][0] and " s3-download" in worker["args"][0]
+                assert checked == (source == "s3"), (role, worker["args"][0])
         return
     workloads = [o for o in objects if o["kind"] in ("Deployment", "LeaderWorkerSet")
                  and o["metadata"]["name"] == FULLNAME]
@@ -146,6 +152,8 @@ def test_what_the_engine_is_told_to_load(case: str) -> None:
     assert args[0] == name
     streamed = "--load-format" in args and args[args.index("--load-format") + 1] == "runai_streamer"
     assert streamed == (source == "s3")
+    # and the container checks the image has the streamer before vllm serve starts (s3 only)
+    assert (f"scripts/{topology}.sh" in server["command"][2] and "s3-stream" in server["command"][2]) == streamed
 
 
 def test_ray_s3_with_a_streaming_load_format_is_refused() -> None:

@@ -355,6 +355,12 @@ the image lacks and exits 78, or returns.
 */}}
 {{- define "vllm-inference.contractCheck" -}}
 {{- $caps := include "vllm-inference.requiredCapabilities" . | fromJsonArray }}
+{{- /* The model source's own needs, checked at start but not declared in image.provides
+     (docs/model-sources.md): vLLM's Run:ai streamer and its S3 backend for s3 on `vllm serve`,
+     boto3 for Ray Serve LLM's S3 download on the Ray topologies. */}}
+{{- if eq (toString .Values.model.source) "s3" }}
+{{- $caps = append $caps (ternary "s3-download" "s3-stream" (eq (include "vllm-inference.onRay" .) "true")) }}
+{{- end }}
 {{- printf "sh %s/%s.sh" (include "vllm-inference.scriptsPath" .) .Values.topology }}
 {{- range $caps }} {{ . }}{{ end }}
 {{- end }}
