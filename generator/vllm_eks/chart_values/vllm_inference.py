@@ -135,8 +135,8 @@ class HuggingFace(ValuesModel):
 
 class Pvc(ValuesModel):
     claim_name: str = Field("", pattern=OPTIONAL_DNS1123_SUBDOMAIN, description=(
-        "Existing PersistentVolumeClaim holding the model (FSx for Lustre, Mountpoint for S3 CSI, "
-        "EBS/EFS); required when model.source is pvc"))
+        "Existing PersistentVolumeClaim holding the model (EBS, EFS, or a claim of your own on any other "
+        "volume; sources fsx and mountpointS3 make theirs); required when model.source is pvc"))
     mount_path: str = Field("/models", pattern=r"^/[^:]*$",
                             description="Where the claim is mounted; model.name must be a path under it")
     sub_path: str = Field("", pattern=SUB_PATH, description="Sub-path of the volume to mount (empty: the whole volume)")
