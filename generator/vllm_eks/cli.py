@@ -22,7 +22,7 @@ from .hardware import instance_catalog
 from .units import GIB
 from .planner import make_plan
 from .quota import check_quotas, parse_quotas
-from .request import PlanRequest, model_source_kind
+from .request import PlanRequest
 
 _PLAN_OPTIONS: list[Callable] = [
     click.option("--model", required=True, help="Catalog id, Hugging Face repo id known to the catalog, or path to a config.json (or its folder)."),
@@ -54,7 +54,15 @@ _PLAN_OPTIONS: list[Callable] = [
     click.option("--async-scheduling/--no-async-scheduling", default=True, show_default=True,
                  help="vLLM's async scheduling (on by default on GPUs; vLLM's CPU platform turns it off). "
                       "Sliding-window KV sizing depends on it."),
-    click.option("--load-bandwidth-mib-s", type=float, help="Weight download/load rate for the startup-probe budget (default 400)."),
+    click.option("--load-bandwidth-mib-s", type=float, help="Weight download/load rate per pod for the start-up budgets "
+                 "(default: per --model-source-kind, see `explain` and docs/model-sources.md)."),
+    click.option("--model-source-kind", type=click.Choice(["huggingface", "s3", "pvc", "fsx", "mountpoint-s3"]), default=None,
+                 help="Where the weights come from (default: from --model-source: s3:// is s3, a path is pvc, else "
+                      "huggingface); fsx and mountpoint-s3 mount a path the chart's PersistentVolume provides."),
+    click.option("--fsx-throughput-per-tib", type=int, help="With --model-source-kind fsx: the file system's throughput "
+                 "tier in MB/s per TiB (Persistent-1 50/100/200, Persistent-2 125/250/500/1000, Scratch-2 200; default 250)."),
+    click.option("--fsx-storage-tib", type=float, help="With --model-source-kind fsx: the file system's storage in TiB "
+                 "(default 1.2); with the tier it gives the load bandwidth."),
     click.option("--cache", type=click.Choice(["emptydir", "pvc", "instance-store"]), default="emptydir", show_default=True,
                  help="Volume of the Hugging Face and vLLM compile caches: emptydir (lost with the pod), pvc (a ReadWriteMany "
                       "claim kept across pod restarts: warm restarts), instance-store (the pool's NVMe RAID0; kept across "
@@ -194,10 +202,16 @@ def explain(**kwargs) -> None:
               "files an earlier `vllm-eks values` wrote are replaced, any other file there is an error).")
 @click.option("--release", default="vllm", show_default=True, help="Helm release name of charts/vllm-inference.")
 @click.option("--namespace", default="llm", show_default=True, help="Namespace of the model server.")
-@click.option("--model-source-kind", type=click.Choice(["huggingface", "s3", "pvc"]), default=None, help="Where the weights come from (default: from --model-source, else huggingface).")
 @click.option("--hf-token-secret", default="hf-token", show_default=True, help="Existing Secret with key HF_TOKEN ('' for none).")
 @click.option("--pvc-name", help="Existing PVC holding the weights (with --model-source-kind pvc).")
-@click.option("--pvc-mount-path", default="/models", show_default=True, help="Where the PVC is mounted; --model-source is a path under it.")
+@click.option("--model-mount-path", "--pvc-mount-path", "pvc_mount_path", default="/models", show_default=True,
+              help="Where the model's volume (--model-source-kind pvc, fsx, mountpoint-s3) is mounted; --model-source is a path under it.")
+@click.option("--fsx-file-system-id", help="With --model-source-kind fsx: the FSx for Lustre file system id (fs-...).")
+@click.option("--fsx-dns-name", help="With --model-source-kind fsx: the file system's DNS name.")
+@click.option("--fsx-mount-name", help="With --model-source-kind fsx: the file system's Lustre mount name.")
+@click.option("--s3-mount-bucket", help="With --model-source-kind mountpoint-s3: the bucket Mountpoint mounts.")
+@click.option("--s3-mount-prefix", help="With --model-source-kind mountpoint-s3: key prefix mounted as the volume's root (ends with /).")
+@click.option("--s3-mount-region", help="With --model-source-kind mountpoint-s3: the bucket's region (default: the driver's).")
 @click.option("--cache-pvc", help="With --cache pvc: an existing ReadWriteMany claim for the caches (default: the chart creates one).")
 @click.option("--cache-size", help="With --cache pvc: size of the claim the chart creates (default: the Plan's cache_volume_bytes).")
 @click.option("--cache-storage-class", help="With --cache pvc: StorageClass of the claim the chart creates, e.g. an EFS class "
@@ -235,8 +249,8 @@ def values(out_dir: str, quotas: tuple[str, ...], **kwargs) -> None:
     check_quotas(p.quota, limits, kwargs.get("capacity_types") or ("on-demand",))
     opts = {k: v for k, v in kwargs.items()
             if (k in ValuesOptions.model_fields or k == "gateway") and v not in (None, ())}
-    if "model_source_kind" not in opts:
-        opts["model_source_kind"] = model_source_kind(kwargs.get("model_source"))
+    # the kind the Plan resolved (--model-source-kind, else the form of --model-source)
+    opts["model_source_kind"] = p.pod.model_source_kind
     if opts.get("hf_token_secret") == "":
         opts["hf_token_secret"] = None
     gateway = opts.pop("gateway", None)

@@ -21,8 +21,8 @@ from .engine_settings import EngineSettings, engine_settings
 from .errors import DoesNotFitError, InvalidOptionError
 from .hardware import Hardware, instance_catalog, resolve_hardware
 from .plan import EnginePlan, LayoutPlan, PhasePlan, ServeAutoscaling
-from .request import PlanRequest, model_source_kind
-from .topology import ON_RAY, model_source_refusal
+from .request import PlanRequest
+from .topology import ON_RAY
 from .units import GIB, gib
 
 DEFAULT_UTILIZATION = 0.90
@@ -80,7 +80,7 @@ MIN_KV_PIN_GIB = 1 / 1024
 
 # Request fields that must be > 0 when given; the flag is the field's name with dashes.
 POSITIVE_PINS = ("tensor_parallel_size", "pipeline_parallel_size", "replicas", "target_concurrency", "max_model_len",
-                 "max_num_seqs", "max_num_batched_tokens", "block_size", "load_bandwidth_mib_s", "prefill_replicas",
+                 "max_num_seqs", "max_num_batched_tokens", "block_size", "load_bandwidth_mib_s", "fsx_storage_tib", "prefill_replicas",
                  "decode_replicas", "max_nodes_per_replica")
 
 
@@ -442,9 +442,6 @@ class Decisions:
             raise InvalidOptionError(
                 f"--topology disaggregated moves the KV cache over EFA, and {hw.name} has no EFA interface "
                 f"(instances with EFA: {', '.join(with_efa)})")
-        refusal = model_source_refusal(req.topology, model_source_kind(req.model_source))
-        if refusal:
-            raise InvalidOptionError(refusal)
         if (req.prefill_replicas or req.decode_replicas) and not disaggregated:
             raise InvalidOptionError("--prefill-replicas/--decode-replicas need --topology disaggregated")
 

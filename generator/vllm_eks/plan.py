@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .derivations import Derivation
 from .engine_settings import EngineSettings, serve_args
-from .topology import Topology
+from .topology import ON_RAY, Topology
 
 
 class Section(BaseModel):
@@ -95,6 +95,8 @@ class PodPlan(Section):
         description="Memory left on every GPU node for its DaemonSets before the pods share the rest")
     ephemeral_storage_bytes: int
     load_bandwidth_bytes_per_s: int
+    model_source_kind: Literal["huggingface", "s3", "pvc", "fsx", "mountpoint-s3"] = Field(
+        "huggingface", description="Where the weights come from (--model-source-kind), which sets the load bandwidth")
     cache: Literal["emptydir", "pvc", "instance-store"] = Field(description=(
         "Volume of HOME, the Hugging Face cache and vLLM's compile caches (charts/vllm-inference cache.type)"))
     cache_read_bytes_per_s: int = Field(description="Read rate of the cache volume (warm start-up)")
@@ -275,7 +277,9 @@ class Plan(BaseModel):
             served_model_name=self.served_model_name, tensor_parallel_size=self.layout.tensor_parallel_size,
             pipeline_parallel_size=self.layout.pipeline_parallel_size,
             settings=self.engine.settings if settings is None else settings,
-            load_format="runai_streamer" if self.model_source.startswith("s3://") else None,
+            # vllm serve streams an s3:// source; on Ray, Ray Serve LLM downloads it (model_source.py)
+            load_format="runai_streamer" if self.model_source.startswith("s3://") and self.topology not in ON_RAY
+            else None,
             shutdown_timeout_seconds=self.pod.shutdown_timeout_seconds)
 
     @property

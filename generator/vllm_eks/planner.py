@@ -10,7 +10,8 @@ from .latency import default_slos
 from .plan import MeasuredPlan, Plan
 from .pools import plan_cost, plan_pools
 from .quota import plan_quota
-from .request import PlanRequest, model_source_kind
+from .model_source import load_source
+from .request import PlanRequest
 from .routing_plan import routing_plan
 from .errors import InvalidOptionError
 from .sizing import size_pod
@@ -35,8 +36,7 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
     topology = req.topology if req.topology != "auto" else ("multi-node" if pp > 1 else "single-node")
     source = dec.model_source
     pod = size_pod(dec.hw, tp, tp, pp > 1 or topology == "disaggregated", b.weights_total, pp,
-                   downloads_weights=model_source_kind(req.model_source) == "huggingface",
-                   load_bandwidth=int(req.load_bandwidth_mib_s * 1024**2) if req.load_bandwidth_mib_s else None,
+                   load=load_source(req, topology),
                    reserve=(req.daemonset_reserve_cpu, req.daemonset_reserve_memory), cache=req.cache,
                    cache_read=int(req.cache_read_mib_s * 1024**2) if req.cache_read_mib_s else None)
     serve = serve_autoscaling(req, layout, seqs) if topology == "ray-serve" else None

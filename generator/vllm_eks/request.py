@@ -55,9 +55,16 @@ class PlanRequest(BaseModel):
         default=True, description="vLLM's async scheduling (its default on GPUs; its CPU platform turns it off)")
 
     # pod sizing inputs
-    # Upper bounds: 1 TiB/s is far above any volume or network a node has; past it the start-up
-    # arithmetic would leave float range.
-    load_bandwidth_mib_s: float | None = Field(default=None, gt=0, le=MAX_RATE_MIB_S)
+    # Upper bounds: 1 TiB/s is far above any volume or network a node has (and 100 PiB of FSx
+    # storage above any file system); past them the start-up arithmetic would leave float range.
+    load_bandwidth_mib_s: float | None = Field(default=None, gt=0, le=MAX_RATE_MIB_S, description=(
+        "Weight load rate for the start-up budgets (default: per source, model_source.py)"))
+    model_source_kind: Literal["huggingface", "s3", "pvc", "fsx", "mountpoint-s3"] | None = Field(
+        default=None, description="Where the weights come from (default: from the form of model_source)")
+    fsx_throughput_per_tib: Literal[50, 100, 125, 200, 250, 500, 1000] | None = Field(default=None, description=(
+        "FSx for Lustre throughput tier in MB/s per TiB of storage (--model-source-kind fsx)"))
+    fsx_storage_tib: float | None = Field(default=None, le=10**5, description=(
+        "FSx for Lustre storage capacity in TiB (--model-source-kind fsx)"))
     cache: Literal["emptydir", "pvc", "instance-store"] = Field(default="emptydir", description=(
         "Volume of the Hugging Face and vLLM compile caches: emptydir (lost with the pod), pvc (kept "
         "across pod restarts), instance-store (the pool's NVMe RAID0, kept across container restarts)"))
@@ -74,7 +81,7 @@ class PlanRequest(BaseModel):
                                      description="Override of what vLLM loads (s3://..., /models/...)")
 
 
-ModelSourceKind = Literal["huggingface", "s3", "pvc"]
+ModelSourceKind = Literal["huggingface", "s3", "pvc", "fsx", "mountpoint-s3"]
 
 
 def model_source_kind(model_source: str | None) -> ModelSourceKind:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from .derivations import Derivations
 from .errors import InvalidOptionError
 from .hardware import Hardware
+from .model_source import LoadSource
 from .plan import PodPlan
 from .units import GIB, MIB, gib, gib_exact, parse_quantity
 
@@ -69,8 +70,6 @@ WARM_ENGINE_INIT_SECONDS = 90
 # pod finds the emptyDir again), gp3 at the throughput gpu-infra provisions (pools.py GP3_MAXIMUM).
 CACHE_READ_MIB_S = {"pvc": 125, "instance-store": 1000, "emptydir": 1000}
 STARTUP_ROUNDING_SECONDS = 30
-# Weights are downloaded (Hugging Face) or streamed at this rate unless the user says otherwise.
-DEFAULT_LOAD_BANDWIDTH = 400 * MIB
 # Scratch space besides the weights: compile caches, logs, tokenizer files.
 SCRATCH_BYTES = 10 * GIB
 # Drain: endpoints controllers and load balancers need a few seconds to stop routing to a pod.
@@ -83,12 +82,14 @@ UNKNOWN_NODE_MEMORY_PER_GPU = 8 * GIB
 
 
 def size_pod(hw: Hardware, gpus_per_pod: int, tp: int, multi_node: bool, checkpoint_bytes: int,
-             nodes_per_replica: int, downloads_weights: bool, load_bandwidth: int | None,
+             nodes_per_replica: int, load: LoadSource,
              reserve: tuple[str | None, str | None] = (None, None), cache: str = "emptydir",
              cache_read: int | None = None) -> PodPlan:
-    """The pod section of the Plan, with a derivation for each number. `reserve` is the
-    DaemonSet reserve as given (--daemonset-reserve-cpu, --daemonset-reserve-memory); `cache`
-    and `cache_read` are --cache and --cache-read-mib-s (bytes/s)."""
+    """The pod section of the Plan, with a derivation for each number. `load` is the model
+    source with its load bandwidth (model_source.py); `reserve` is the DaemonSet reserve as given
+    (--daemonset-reserve-cpu, --daemonset-reserve-memory); `cache` and `cache_read` are --cache
+    and --cache-read-mib-s (bytes/s)."""
+    downloads_weights = load.downloads
     d = Derivations()
     shm = min(SHM_MAX, max(SHM_MIN, SHM_PER_RANK * tp))
     d.add("shm_size_bytes", gib(shm), f"min({gib_exact(SHM_MAX)}, max({gib_exact(SHM_MIN)}, {gib_exact(SHM_PER_RANK)} x TP {tp}))")
@@ -110,7 +111,10 @@ def size_pod(hw: Hardware, gpus_per_pod: int, tp: int, multi_node: bool, checkpo
           (f"whole checkpoint ({gib(checkpoint_bytes)}, the Hugging Face download) + " if downloads_weights
            else "weights streamed or mounted, not cached: ") + f"{gib_exact(SCRATCH_BYTES)} compile caches and scratch",
           "size of a claim the chart creates for --cache pvc")
-    bw = load_bandwidth or DEFAULT_LOAD_BANDWIDTH
+    bw = load.bandwidth
+    d.add("load_bandwidth_bytes_per_s", f"{bw / MIB:.0f} MiB/s", load.basis,
+          f"--model-source-kind {load.kind}: " + ("downloaded to the cache volume, then read" if downloads_weights
+                                                  else "read by vLLM from the source"))
     # a download is read twice (network to disk, then disk to GPU); streaming reads once
     passes = 2 if downloads_weights else 1
     read = checkpoint_bytes if downloads_weights else per_pod_weights
@@ -147,7 +151,8 @@ def size_pod(hw: Hardware, gpus_per_pod: int, tp: int, multi_node: bool, checkpo
           else "single node: no cross-node traffic")
     return PodPlan(shm_size_bytes=shm, efa_devices_per_pod=efa, cpu_request_millicores=cpu, memory_request_bytes=mem,
                    daemonset_reserve_cpu_millicores=reserve_cpu, daemonset_reserve_memory_bytes=reserve_mem,
-                   ephemeral_storage_bytes=ephemeral, load_bandwidth_bytes_per_s=bw, cache=cache,
+                   ephemeral_storage_bytes=ephemeral, load_bandwidth_bytes_per_s=bw, model_source_kind=load.kind,
+                   cache=cache,
                    cache_read_bytes_per_s=cache_bw, cache_volume_bytes=cache_volume, cold_startup_seconds=cold, warm_startup_seconds=warm,
                    startup_probe_seconds=startup,
                    shutdown_timeout_seconds=SHUTDOWN_TIMEOUT_SECONDS, prestop_seconds=PRESTOP_SECONDS,

@@ -1,8 +1,8 @@
 """The generator and the charts agree on every combination of topology, model source and EFA.
 
 For each topology (single-node, multi-node, ray-serve, disaggregated), each model source kind
-`generator/vllm_eks/request.py:model_source_kind` tells apart (a Hugging Face repo id, an s3://
-URI, a path on a PVC) and an instance with and without EFA interfaces, `vllm-eks values` runs
+`--model-source-kind` names (a Hugging Face repo id, an s3:// URI, a path on a PVC, on FSx for
+Lustre or on a Mountpoint for S3 volume) and an instance with and without EFA interfaces, `vllm-eks values` runs
 in-process. Either it refuses with one line naming a flag (exit 1), or the three charts render its
 values with Helm (their validate helpers and values.schema.json included). The refusals expected
 are listed with the flag they must name: a combination that renders where a refusal is expected,
@@ -11,6 +11,7 @@ or the reverse, fails too, so neither side can drift into refusing everything.""
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -44,15 +45,16 @@ SOURCES: dict[str, list[str]] = {
     "s3": ["--model-source", "s3://models-bucket/weights/model", "--iam-role-arn",
            "arn:aws:iam::111122223333:role/model-reader"],
     "pvc": ["--model-source", "/models/weights/model", "--pvc-name", "model-weights"],
+    "fsx": ["--model-source", "/models/weights/model", "--model-source-kind", "fsx", "--fsx-file-system-id",
+            "fs-0123456789abcdef0", "--fsx-dns-name", "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
+            "--fsx-mount-name", "abcdef12", "--fsx-throughput-per-tib", "500", "--fsx-storage-tib", "2.4"],
+    "mountpoint-s3": ["--model-source", "/models/weights/model", "--model-source-kind", "mountpoint-s3",
+                      "--s3-mount-bucket", "models-bucket", "--s3-mount-prefix", "hub/", "--s3-mount-region", "us-east-1"],
 }
 # Combinations the generator refuses, and the flag its one-line error must name.
 REFUSED: dict[tuple[str, str, bool], str] = {
     # NIXL moves the KV cache over EFA: no EFA interface, no disaggregation.
     **{("disaggregated", source, False): "--topology disaggregated" for source in SOURCES},
-    # The S3 streamer (runai_streamer) is wired into `vllm serve` pods only.
-    ("ray-serve", "s3", False): "--model-source",
-    ("ray-serve", "s3", True): "--model-source",
-    ("disaggregated", "s3", True): "--model-source",
 }
 COMBINATIONS = list(itertools.product(["single-node", "multi-node", "ray-serve", "disaggregated"], SOURCES,
                                       [False, True]))
@@ -84,7 +86,12 @@ def test_generator_refuses_or_the_charts_render(combo: tuple[str, str, bool], tm
     assert code == 0, f"generator refused a combination the charts support: {err}"
     values: dict[str, Any] = yaml.safe_load((tmp_path / "out" / "vllm-inference.yaml").read_text())
     assert values["topology"] == topology
-    assert values["model"]["source"] == source
+    assert values["model"]["source"] == {"mountpoint-s3": "mountpointS3"}.get(source, source)
+    plan = json.loads((tmp_path / "out" / "plan.json").read_text())
+    # the Plan's load bandwidth is the source's (docs/model-sources.md)
+    expected_mib_s = {"huggingface": 400, "s3": 1000, "pvc": 125, "fsx": 500 * 2.4 * 10**6 / 2**20,
+                      "mountpoint-s3": 250}[source]
+    assert plan["load_bandwidth_bytes_per_s"] == int(expected_mib_s * 2**20), plan["load_bandwidth_bytes_per_s"]
     if topology in {"multi-node", "disaggregated"}:
         assert (values["efa"]["devices"] > 0) == efa, values["efa"]
     for chart in ("vllm-inference", "gpu-infra", "observability"):
@@ -93,6 +100,6 @@ def test_generator_refuses_or_the_charts_render(combo: tuple[str, str, bool], tm
 
 
 def test_matrix_counts() -> None:
-    assert len(COMBINATIONS) == 24
+    assert len(COMBINATIONS) == 40
     assert set(REFUSED) <= set(COMBINATIONS)
-    assert len(REFUSED) == 6
+    assert len(REFUSED) == 5

@@ -93,7 +93,7 @@ RELATED: dict[str, dict[str, tuple[str, ...]]] = {
         # The rules that hold for one topology only name their own keys, the topology aside:
         # pipelineParallel (multi-node: groupSize = pipelineParallelSize), groupRollout
         # (multi-node: strategy.type), imageCapabilities (the topology picks image or ray.image),
-        # rayModelSource (model.source s3), rayServeReplicas, engineKwargsChartOwned and
+        # rayModelSource (a streaming load_format with model.source s3), rayServeReplicas, engineKwargsChartOwned and
         # kvTransfer (the Ray topologies' sections), engineArgsChartOwned (multi-node owns more
         # flags of engine.args/extraArgs).
         "topology": ("multiNode.groupSize", "engine.pipelineParallelSize", "strategy.type", "image.provides",

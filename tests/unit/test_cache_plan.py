@@ -14,7 +14,8 @@ from vllm_eks.chart_values.vllm_inference import build_values
 from vllm_eks.errors import InvalidOptionError
 from vllm_eks.planner import make_plan
 from vllm_eks.request import PlanRequest
-from vllm_eks.sizing import (CACHE_READ_MIB_S, DEFAULT_LOAD_BANDWIDTH, ENGINE_INIT_SECONDS, SCRATCH_BYTES,
+from vllm_eks.model_source import DEFAULT_LOAD_MIB_S
+from vllm_eks.sizing import (CACHE_READ_MIB_S, ENGINE_INIT_SECONDS, SCRATCH_BYTES,
                              STARTUP_ROUNDING_SECONDS, WARM_ENGINE_INIT_SECONDS)
 from vllm_eks.units import MIB
 
@@ -34,7 +35,7 @@ def test_cold_and_warm_budgets_follow_their_formulas(cache: str) -> None:
     p = plan(cache=cache)
     ckpt = p.memory.weights_bytes_total
     assert p.pod.cache == cache
-    assert p.pod.cold_startup_seconds == _up(2 * ckpt / DEFAULT_LOAD_BANDWIDTH + ENGINE_INIT_SECONDS)
+    assert p.pod.cold_startup_seconds == _up(2 * ckpt / (DEFAULT_LOAD_MIB_S['huggingface'][0] * MIB) + ENGINE_INIT_SECONDS)
     rate = CACHE_READ_MIB_S[cache] * MIB
     assert p.pod.cache_read_bytes_per_s == rate
     assert p.pod.warm_startup_seconds == _up(ckpt / rate + WARM_ENGINE_INIT_SECONDS)
@@ -54,7 +55,7 @@ def test_cache_read_rate_flag_and_streamed_source() -> None:
     assert fast.pod.warm_startup_seconds < plan(cache="pvc").pod.warm_startup_seconds
     # an s3 source is streamed at every start: the warm start reads it at the load bandwidth
     s3 = plan(cache="pvc", model_source="s3://bucket/qwen")
-    assert s3.pod.warm_startup_seconds == _up(s3.memory.weights_bytes_total / DEFAULT_LOAD_BANDWIDTH
+    assert s3.pod.warm_startup_seconds == _up(s3.memory.weights_bytes_total / (DEFAULT_LOAD_MIB_S['s3'][0] * MIB)
                                               + WARM_ENGINE_INIT_SECONDS)
     assert s3.pod.cache_volume_bytes == SCRATCH_BYTES
 

@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CONTRACTS = ROOT / "charts" / "vllm-inference" / "files" / "contracts"
 EX_CONFIG = 78
 PIECES = ("vllm-cli", "vllm-module", "ray-cli", "ray-module", "python3", "libfabric", "fi_info",
-          "efa-provider", "aws-ofi-nccl", "nixl-module", "nixl-plugin")
+          "efa-provider", "aws-ofi-nccl", "nixl-module", "nixl-plugin", "runai-module", "runai-s3-module",
+          "boto3-module")
 
 
 @dataclass
@@ -51,7 +52,9 @@ class Sandbox:
             script("vllm", "exit 0")
         if "ray-cli" in self.have:
             script("ray", "exit 0")
-        for piece, module in (("vllm-module", "vllm"), ("ray-module", "ray"), ("nixl-module", "nixl")):
+        for piece, module in (("vllm-module", "vllm"), ("ray-module", "ray"), ("nixl-module", "nixl"),
+                              ("runai-module", "runai_model_streamer"), ("runai-s3-module", "runai_model_streamer_s3"),
+                              ("boto3-module", "boto3")):
             if piece in self.have:
                 (site / module).mkdir()
                 (site / module / "__init__.py").write_text("")
@@ -95,6 +98,8 @@ VLLM_IMG = "the vllm/vllm-openai images provide it"
 EFA_IMG = "images/vllm-efa (EFA installer and aws-ofi-nccl on vllm/vllm-openai) provides it"
 RAY_IMG = "the Ray LLM images provide it (ray.image"
 DLC_IMG = "the AWS Ray LLM DLC (public.ecr.aws/deep-learning-containers/ray:serve-llm-cuda-v1.0.0) provides it"
+RUNAI = "vLLM's runai extra provides it (pip install 'vllm[runai]'"
+BOTO3 = "Ray Serve LLM downloads an s3:// model_source with boto3, which ray[llm] does not install"
 
 FAILURES = [
     # topology, capabilities, missing pieces, fragments of the one line
@@ -118,6 +123,11 @@ FAILURES = [
     ("disaggregated", ("nixl-libfabric",), ("nixl-plugin",),
      ["NIXL's LIBFABRIC plugin (libplugin_LIBFABRIC.so next to the nixl Python package)", DLC_IMG]),
     ("disaggregated", ("nixl-libfabric",), ("libfabric",), ["libfabric (libfabric.so.1", DLC_IMG]),
+    # model.source s3: the Run:ai streamer and its S3 backend on vllm serve, boto3 on Ray
+    ("single-node", ("s3-stream",), ("runai-module",), ["the Python module runai_model_streamer ", RUNAI]),
+    ("multi-node", ("efa", "s3-stream"), ("runai-s3-module",), ["the Python module runai_model_streamer_s3", RUNAI]),
+    ("ray-serve", ("s3-download",), ("boto3-module",), ["the Python module boto3", BOTO3]),
+    ("disaggregated", ("efa", "nixl-libfabric", "s3-download"), ("boto3-module",), ["the Python module boto3", BOTO3]),
 ]
 
 
@@ -133,7 +143,8 @@ def test_missing_piece_is_named_in_one_line(tmp_path: Path, topology: str, caps:
 @pytest.mark.parametrize("topology,caps", [
     ("single-node", ()), ("single-node", ("efa",)), ("multi-node", ()), ("multi-node", ("efa",)),
     ("ray-serve", ()), ("ray-serve", ("efa",)), ("disaggregated", ()),
-    ("disaggregated", ("efa", "nixl-libfabric")),
+    ("disaggregated", ("efa", "nixl-libfabric")), ("single-node", ("s3-stream",)), ("multi-node", ("efa", "s3-stream")),
+    ("ray-serve", ("s3-download",)), ("disaggregated", ("efa", "nixl-libfabric", "s3-download")),
 ])
 def test_complete_image_passes(tmp_path: Path, topology: str, caps: tuple[str, ...]) -> None:
     proc = run_contract(tmp_path, topology, *caps)
@@ -143,8 +154,13 @@ def test_complete_image_passes(tmp_path: Path, topology: str, caps: tuple[str, .
 
 @pytest.mark.parametrize("topology,caps,lack", [
     # what the base contract of a topology does not ask for may be absent
-    ("multi-node", (), ("libfabric", "fi_info", "aws-ofi-nccl", "ray-cli", "ray-module", "nixl-module")),
-    ("disaggregated", (), ("libfabric", "fi_info", "aws-ofi-nccl", "nixl-module", "nixl-plugin", "vllm-cli")),
+    ("multi-node", (), ("libfabric", "fi_info", "aws-ofi-nccl", "ray-cli", "ray-module", "nixl-module",
+                        "runai-module", "runai-s3-module", "boto3-module")),
+    ("disaggregated", (), ("libfabric", "fi_info", "aws-ofi-nccl", "nixl-module", "nixl-plugin", "vllm-cli",
+                           "boto3-module")),
+    # the S3 stream needs no boto3 of the image's own, the Ray download no streamer
+    ("single-node", ("s3-stream",), ("boto3-module", "ray-cli", "ray-module")),
+    ("ray-serve", ("s3-download",), ("runai-module", "runai-s3-module")),
 ])
 def test_only_what_the_topology_needs_is_required(tmp_path: Path, topology: str, caps: tuple[str, ...],
                                                   lack: tuple[str, ...]) -> None:
@@ -182,4 +198,7 @@ def test_plugin_found_through_the_loader_cache_only_when_listed(tmp_path: Path) 
 
 def test_unknown_capability_argument_is_an_error(tmp_path: Path) -> None:
     line = one_line_failure(run_contract(tmp_path, "multi-node", "infiniband"), "multi-node")
-    assert "a check named 'infiniband' (valid: efa)" in line
+    assert "a check named 'infiniband' (valid: efa, s3-stream)" in line
+    # each topology accepts only its own source check: a vllm serve pod never downloads with boto3
+    line = one_line_failure(run_contract(tmp_path / "s3", "single-node", "s3-download"), "single-node")
+    assert "a check named 's3-download' (valid: efa, s3-stream)" in line

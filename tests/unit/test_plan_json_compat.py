@@ -20,6 +20,7 @@ from vllm_eks import overheads, pools, sizing
 from vllm_eks.budget import max_capture as budget_max_capture
 from vllm_eks.decisions import Decisions
 from vllm_eks.errors import VllmEksError
+from vllm_eks.model_source import DEFAULT_LOAD_MIB_S
 from vllm_eks.hardware import instance_catalog
 from vllm_eks.plan import Plan
 from vllm_eks.planner import make_plan
@@ -134,7 +135,9 @@ def _disaggregated_floor_change(old, new, old_plan, new_plan) -> bool:
 # Derivation lines added by defects 6 and 7, and the lines whose value follows the changed keys.
 # Defect 10 added the block_size line (the attention backend's rule); issue 15 the routing section;
 # issue 16 the quota section.
-# issue 18 the cache lines (--cache: cold and warm start-up, the cache's read rate and size).
+# issue 18 the cache lines (--cache: cold and warm start-up, the cache's read rate and size) and
+# the load bandwidth line (per model source, with its basis); the startup budget and the HPA period
+# lines follow their keys, which moved for s3 plans.
 # issue 17 the available KV memory's low / expected / high band.
 _NEW_DERIVATIONS = {"cache_volume_bytes", "cold_startup_seconds", "cache_read_bytes_per_s", "warm_startup_seconds",
                     "daemonset_reserve_cpu_millicores", "daemonset_reserve_memory_bytes", "instance_store_policy",
@@ -142,13 +145,16 @@ _NEW_DERIVATIONS = {"cache_volume_bytes", "cold_startup_seconds", "cache_read_by
                     "alb_idle_timeout_seconds", "picker_prefix_block_size", "picker_max_prefix_blocks",
                     "picker_lru_capacity_per_server", "picker_cpu_request_millicores", "picker_memory_request_bytes",
                     "picker_memory_limit_bytes", "quota_bucket", "quota_vcpus_min", "quota_vcpus_max",
-                    "quota_vcpus_upgrade_peak", "quota_vcpus_pool_limit", "available_kv_cache_band_per_gpu"}
+                    "quota_vcpus_upgrade_peak", "quota_vcpus_pool_limit", "available_kv_cache_band_per_gpu",
+                    "load_bandwidth_bytes_per_s"}
 _FOLLOWING = {"cpu_request_millicores": lambda p: f"{p['cpu_request_millicores']}m",
               "memory_request_bytes": lambda p: gib(p["memory_request_bytes"]),
               "root_volume_bytes": lambda p: gib(p["root_volume_bytes"]),
               "pool_gpu_limit": lambda p: str(p["pool_gpu_limit"]),
               "autoscaling_min_replicas / autoscaling_max_replicas":
-                  lambda p: f"{p['autoscaling_min_replicas']}..{p['autoscaling_max_replicas']}"}
+                  lambda p: f"{p['autoscaling_min_replicas']}..{p['autoscaling_max_replicas']}",
+              "startup_probe_seconds": lambda p: f"{p['startup_probe_seconds']} s",
+              "scale_up_period_seconds": lambda p: f"{p['scale_up_period_seconds']} s"}
 
 
 def _same_derivations(old, new, old_plan, new_plan) -> bool:
@@ -163,8 +169,48 @@ def _same_derivations(old, new, old_plan, new_plan) -> bool:
             and all(v == _FOLLOWING[k](new_plan) for k, v in following))
 
 
+# The one load rate the baseline release used for every source (issue 18 made it per source).
+_OLD_LOAD_BANDWIDTH = 400 * MIB
+
+
+def _is_s3_plan(plan) -> bool:
+    return plan["model_source"].startswith("s3://") and plan["topology"] not in ("ray-serve", "disaggregated")
+
+
+def _s3_bandwidth_change(old, new, old_plan, new_plan) -> bool:
+    """The Plan's load bandwidth is per source (model_source.py DEFAULT_LOAD_MIB_S, issue 18): an
+    s3:// source streamed by runai_streamer now plans at the S3 rate, not the one 400 MiB/s every
+    source shared; other sources keep theirs."""
+    return (_is_s3_plan(new_plan) and old == _OLD_LOAD_BANDWIDTH
+            and new == DEFAULT_LOAD_MIB_S["s3"][0] * MIB)
+
+
+def _s3_startup_change(old, new, old_plan, new_plan) -> bool:
+    """The startup budget of an s3 plan follows its new load bandwidth: the same formula (one
+    pass over the pod's share of the weights + engine init, rounded up) at the old and new rate."""
+    if not _is_s3_plan(new_plan):
+        return False
+    read = new_plan["weights_bytes_total"] // new_plan["nodes_per_replica"]
+    step = sizing.STARTUP_ROUNDING_SECONDS
+
+    def budget(bw: int) -> int:
+        return int(math.ceil((read / bw + sizing.ENGINE_INIT_SECONDS) / step) * step)
+
+    return old == budget(_OLD_LOAD_BANDWIDTH) and new == budget(new_plan["load_bandwidth_bytes_per_s"])
+
+
+def _s3_scale_up_change(old, new, old_plan, new_plan) -> bool:
+    """The HPA scale-up period is the startup budget clamped (pools.py): it moves with it."""
+    clamp = lambda v: min(pools.HPA_MAX_PERIOD_SECONDS, max(pools.HPA_MIN_PERIOD_SECONDS, v))  # noqa: E731
+    return (_is_s3_plan(new_plan) and old == clamp(old_plan["startup_probe_seconds"])
+            and new == clamp(new_plan["startup_probe_seconds"]))
+
+
 # key path -> rule a changed value must satisfy (each rule's docstring says why).
 CHANGED = {
+    "plan.load_bandwidth_bytes_per_s": _s3_bandwidth_change,
+    "plan.startup_probe_seconds": _s3_startup_change,
+    "plan.scale_up_period_seconds": _s3_scale_up_change,
     "plan.engine_args": _engine_args_change,
     "plan.prefill.engine_args": _engine_args_change,
     "plan.decode.engine_args": _engine_args_change,

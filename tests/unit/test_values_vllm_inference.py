@@ -135,7 +135,7 @@ def test_builder_pvc_source() -> None:
     assert v.model.source == "pvc" and v.model.pvc.claim_name == "fsx" and v.model.pvc.mount_path == "/models"
     with pytest.raises(VllmEksError, match="--pvc-name"):
         build_values(plan, ValuesOptions(model_source_kind="pvc"))
-    with pytest.raises(VllmEksError, match="under the PVC mount path"):
+    with pytest.raises(VllmEksError, match="under the volume.s mount path"):
         build_values(plan, ValuesOptions(model_source_kind="pvc", pvc_name="fsx", pvc_mount_path="/data"))
 
 

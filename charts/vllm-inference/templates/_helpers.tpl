@@ -124,6 +124,40 @@ vLLM's metrics leave a RayService; defined here only. */}}
 /var/cache/vllm
 {{- end }}
 
+{{/*
+The model volume of model.source pvc, fsx or mountpointS3 as JSON (claim, mountPath, readOnly,
+subPath); "{}" for huggingface and s3, which mount none. fsx and mountpointS3 use the chart's
+claim <fullname>-model, bound to its static PersistentVolume.
+*/}}
+{{- define "vllm-inference.modelVolume" -}}
+{{- $m := .Values.model -}}
+{{- $src := toString $m.source -}}
+{{- if eq $src "pvc" -}}
+{{- toJson (dict "claim" $m.pvc.claimName "mountPath" $m.pvc.mountPath "readOnly" $m.pvc.readOnly "subPath" $m.pvc.subPath "key" "model.pvc.mountPath") -}}
+{{- else if eq $src "fsx" -}}
+{{- toJson (dict "claim" (include "vllm-inference.modelClaimName" .) "mountPath" $m.fsx.mountPath "readOnly" $m.fsx.readOnly "subPath" "" "key" "model.fsx.mountPath") -}}
+{{- else if eq $src "mountpointS3" -}}
+{{- toJson (dict "claim" (include "vllm-inference.modelClaimName" .) "mountPath" $m.mountpointS3.mountPath "readOnly" true "subPath" "" "key" "model.mountpointS3.mountPath") -}}
+{{- else -}}
+{}
+{{- end -}}
+{{- end }}
+
+{{/* The claim and static PersistentVolume the chart creates for model.source fsx and
+     mountpointS3. A PersistentVolume is cluster-scoped, so its name carries the namespace. */}}
+{{- define "vllm-inference.modelClaimName" -}}
+{{- printf "%s-model" (include "vllm-inference.fullname" . | trunc 57 | trimSuffix "-") -}}
+{{- end }}
+
+{{- define "vllm-inference.modelVolumeName" -}}
+{{- printf "%s-%s" .Release.Namespace (include "vllm-inference.modelClaimName" .) | trunc 253 | trimSuffix "-" -}}
+{{- end }}
+
+{{/* "true" when the chart creates the model's PersistentVolume and claim. */}}
+{{- define "vllm-inference.createsModelVolume" -}}
+{{- if has (toString .Values.model.source) (list "fsx" "mountpointS3") }}true{{ end }}
+{{- end }}
+
 {{/* The claim of cache.type pvc: the existing one named, else the chart's <fullname>-cache. */}}
 {{- define "vllm-inference.cacheClaimName" -}}
 {{- .Values.cache.pvc.claimName | default (printf "%s-cache" (include "vllm-inference.fullname" .)) -}}
@@ -321,6 +355,12 @@ the image lacks and exits 78, or returns.
 */}}
 {{- define "vllm-inference.contractCheck" -}}
 {{- $caps := include "vllm-inference.requiredCapabilities" . | fromJsonArray }}
+{{- /* The model source's own needs, checked at start but not declared in image.provides
+     (docs/model-sources.md): vLLM's Run:ai streamer and its S3 backend for s3 on `vllm serve`,
+     boto3 for Ray Serve LLM's S3 download on the Ray topologies. */}}
+{{- if eq (toString .Values.model.source) "s3" }}
+{{- $caps = append $caps (ternary "s3-download" "s3-stream" (eq (include "vllm-inference.onRay" .) "true")) }}
+{{- end }}
 {{- printf "sh %s/%s.sh" (include "vllm-inference.scriptsPath" .) .Values.topology }}
 {{- range $caps }} {{ . }}{{ end }}
 {{- end }}

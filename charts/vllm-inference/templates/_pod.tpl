@@ -272,11 +272,11 @@ limits:
   mountPath: /var/run/secrets/huggingface
   readOnly: true
 {{- end }}
-{{- if eq $v.model.source "pvc" }}
+{{- with include "vllm-inference.modelVolume" . | fromJson }}
 - name: model
-  mountPath: {{ $v.model.pvc.mountPath }}
-  readOnly: {{ $v.model.pvc.readOnly }}
-  {{- with $v.model.pvc.subPath }}
+  mountPath: {{ .mountPath }}
+  readOnly: {{ .readOnly }}
+  {{- with .subPath }}
   subPath: {{ . | quote }}
   {{- end }}
 {{- end }}
@@ -323,11 +323,12 @@ limits:
       - key: {{ $hfToken.key | quote }}
         path: token
 {{- end }}
-{{- if eq $v.model.source "pvc" }}
+{{- with include "vllm-inference.modelVolume" . | fromJson }}
+# The model's volume (model.source pvc, fsx or mountpointS3; docs/model-sources.md).
 - name: model
   persistentVolumeClaim:
-    claimName: {{ $v.model.pvc.claimName | quote }}
-    readOnly: {{ $v.model.pvc.readOnly }}
+    claimName: {{ .claim | quote }}
+    readOnly: {{ .readOnly }}
 {{- end }}
 - name: scripts
   configMap:

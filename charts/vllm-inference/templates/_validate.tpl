@@ -114,10 +114,20 @@ with every message. It also runs when a user skips schema validation (helm
 {{- end -}}
 {{- end -}}
 
-{{/* The S3 model source (runai_streamer) is rendered only for the vllm serve topologies. */}}
+{{/* model.source s3 on Ray: Ray Serve LLM (2.58) downloads the s3:// model_source into the
+Hugging Face cache before vLLM starts. A streaming load_format would make Ray skip that download
+and hand vLLM the model_id instead of the URI (ray/llm/_internal/serve/engines/vllm/vllm_models.py
+from_llm_config sets hf_model_id to model_id for a remote model_source; llm_config.py
+get_or_create_callback downloads nothing for STREAMING_LOAD_FORMATS), so it is refused. */}}
 {{- define "vllm-inference.validateValues.rayModelSource" -}}
 {{- if and (eq (include "vllm-inference.onRay" .) "true") (eq (toString .Values.model.source) "s3") -}}
-{{- printf "model.source: s3 (runai_streamer) is rendered only for single-node and multi-node; with %s use huggingface or pvc\n" (toString .Values.topology) -}}
+{{- $sets := include "vllm-inference.engineKwargSets" . | fromJson -}}
+{{- range $path := keys $sets | sortAlpha -}}
+{{- $lf := toString (get (get $sets $path) "load_format") -}}
+{{- if has $lf (list "runai_streamer" "runai_streamer_sharded" "tensorizer") -}}
+{{- printf "%s.load_format: %s with model.source s3 on Ray Serve LLM 2.58 loads model_id, not the s3:// URI (Ray skips its download for streaming formats); remove it: Ray downloads the checkpoint to the cache volume\n" $path $lf -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
@@ -300,17 +310,31 @@ outside, strategy Recreate (a RollingUpdate surge pod on another node would wait
 {{- end -}}
 {{- end -}}
 
-{{/* model.source pvc needs a claim, and model.name is a path under its mount. */}}
+{{/* The volume sources: pvc needs a claim, fsx its file system id, DNS name and mount name,
+mountpointS3 its bucket; model.name is a path under the source's mount path. */}}
 {{- define "vllm-inference.validateValues.pvcModel" -}}
 {{- $m := .Values.model -}}
-{{- if eq (toString $m.source) "pvc" -}}
-{{- if not $m.pvc.claimName -}}
+{{- $src := toString $m.source -}}
+{{- if and (eq $src "pvc") (not $m.pvc.claimName) -}}
 {{- print "model.pvc.claimName: required when model.source is pvc\n" -}}
 {{- end -}}
+{{- if eq $src "fsx" -}}
+{{- $missing := list -}}
+{{- range $k := list "fileSystemId" "dnsName" "mountName" -}}
+{{- if not (get $m.fsx $k) -}}{{- $missing = append $missing (printf "model.fsx.%s" $k) -}}{{- end -}}
+{{- end -}}
+{{- if $missing -}}
+{{- printf "%s: required when model.source is fsx (aws fsx describe-file-systems: FileSystemId, DNSName, LustreConfiguration.MountName)\n" (join ", " $missing) -}}
+{{- end -}}
+{{- end -}}
+{{- if and (eq $src "mountpointS3") (not $m.mountpointS3.bucket) -}}
+{{- print "model.mountpointS3.bucket: required when model.source is mountpointS3\n" -}}
+{{- end -}}
+{{- with include "vllm-inference.modelVolume" . | fromJson -}}
 {{- $name := toString $m.name -}}
-{{- $mount := trimSuffix "/" (toString $m.pvc.mountPath) -}}
+{{- $mount := trimSuffix "/" (toString .mountPath) -}}
 {{- if not (or (eq $name $mount) (hasPrefix (printf "%s/" $mount) $name)) -}}
-{{- printf "model.name: with model.source pvc it must be a path under model.pvc.mountPath (%s)\n" $m.pvc.mountPath -}}
+{{- printf "model.name: with model.source %s it must be a path under %s (%s)\n" $src .key .mountPath -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -398,7 +422,7 @@ them, and Ray Serve engineKwargs must not carry their keyword form.
 {{- end }}
 --master-port: multiNode.masterPort
 {{- end }}
-{{- if eq (toString .Values.model.source) "s3" }}
+{{- if and (eq (toString .Values.model.source) "s3") (ne (include "vllm-inference.onRay" .) "true") }}
 --load-format: model.source s3 (runai_streamer)
 {{- end }}
 {{- end }}

@@ -29,7 +29,19 @@ class ValuesOptions(BaseModel):
                                         description="Existing Secret holding HF_TOKEN")
     pvc_name: str | None = Field(default=None, pattern=DNS1123_SUBDOMAIN, max_length=253)
     pvc_mount_path: str = Field(default="/models", pattern=r"^/[^:]*$", max_length=1024,
-                                description="Where the PVC is mounted; the model source is a path under it")
+                                description="Where the model's volume is mounted; the model source is a path under it")
+    fsx_file_system_id: str | None = Field(default=None, pattern=r"^fs-[0-9a-f]{8}([0-9a-f]{9})?$",
+                                           description="FSx for Lustre file system id (--model-source-kind fsx)")
+    fsx_dns_name: str | None = Field(default=None, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253,
+                                     description="DNS name of the FSx for Lustre file system")
+    fsx_mount_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9]+$", max_length=64,
+                                       description="Lustre mount name of the FSx for Lustre file system")
+    s3_mount_bucket: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
+                                        description="Bucket Mountpoint for Amazon S3 mounts (--model-source-kind mountpoint-s3)")
+    s3_mount_prefix: str | None = Field(default=None, pattern=r"^[^\s]*/$", max_length=1024,
+                                        description="Key prefix mounted as the volume's root, ending with /")
+    s3_mount_region: str | None = Field(default=None, pattern=r"^[a-z]{2}(-[a-z]+)+-[0-9]+$",
+                                        description="Region of the mounted bucket")
     # cache volume (charts/vllm-inference cache.*; --cache itself is a Plan flag)
     cache_pvc: str | None = Field(default=None, pattern=DNS1123_SUBDOMAIN, max_length=253, description=(
         "Existing ReadWriteMany claim for the caches (--cache pvc)"))

@@ -106,10 +106,14 @@ VLLM_IMAGES="the vllm/vllm-openai images provide it (image.repository, image.tag
 VLLM_EFA_IMAGES="images/vllm-efa (EFA installer and aws-ofi-nccl on vllm/vllm-openai) provides it: set image.repository/image.tag to your build of it"
 RAY_IMAGES="the Ray LLM images provide it (ray.image: rayproject/ray-llm, or the AWS Ray LLM DLC public.ecr.aws/deep-learning-containers/ray:serve-llm-cuda-v1.0.0)"
 RAY_DLC="the AWS Ray LLM DLC (public.ecr.aws/deep-learning-containers/ray:serve-llm-cuda-v1.0.0) provides it: set ray.image"
+VLLM_RUNAI="vLLM's runai extra provides it (pip install 'vllm[runai]': runai-model-streamer with its s3 backend), needed by --load-format runai_streamer (model.source s3)"
+RAY_BOTO3="Ray Serve LLM downloads an s3:// model_source with boto3, which ray[llm] does not install: add boto3 to ray.image (model.source s3)"
 
 # require_optional HINT "VALID..." CHECK...: the checks a pod asks for beyond its topology's
 # base, among VALID (efa: libfabric with its efa provider and aws-ofi-nccl; nixl-libfabric:
-# NIXL's libfabric plugin and libfabric), each naming HINT as where to get what is missing.
+# NIXL's libfabric plugin and libfabric), each naming HINT as where to get what is missing; and
+# the model source's (s3-stream: the Run:ai streamer and its S3 backend for vLLM's runai_streamer
+# loader; s3-download: boto3 for Ray Serve LLM's S3 download), which name their own provider.
 require_optional() {
     _hint="$1"; _valid="$2"; shift 2
     for _want in "$@"; do
@@ -122,6 +126,9 @@ require_optional() {
         case "$_want" in
             efa) require_libfabric "$_hint"; require_efa_provider "$_hint"; require_aws_ofi_nccl "$_hint" ;;
             nixl-libfabric) require_nixl_libfabric_plugin "$_hint"; require_libfabric "$_hint" ;;
+            s3-stream) require_python_module runai_model_streamer "$VLLM_RUNAI"
+                       require_python_module runai_model_streamer_s3 "$VLLM_RUNAI" ;;
+            s3-download) require_python_module boto3 "$RAY_BOTO3" ;;
         esac
     done
 }

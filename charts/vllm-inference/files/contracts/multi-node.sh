@@ -1,6 +1,8 @@
 #!/bin/sh
 # Image contract of topology multi-node (LeaderWorkerSet: `vllm serve` on the leader,
 # `vllm serve --headless` on the workers).
-# Usage: sh multi-node.sh [efa]   (efa: the pod has EFA interfaces, efa.devices > 0)
+# Usage: sh multi-node.sh [efa] [s3-stream]
+#   efa        the pod has EFA interfaces (efa.devices > 0)
+#   s3-stream  model.source s3: vLLM streams the weights with --load-format runai_streamer
 . "$(dirname "$0")/lib.sh"
-vllm_server_contract multi-node "efa" "$@"
+vllm_server_contract multi-node "efa s3-stream" "$@"
