@@ -47,8 +47,13 @@ class MLA:
 @dataclass(frozen=True)
 class Quantization:
     method: str  # fp8 | awq | gptq | mxfp4
-    bits: float  # storage bits per quantized weight, scales included
+    bits: float  # storage bits per quantized weight, scales included, as the checkpoint stores them
     scope: str = "linear"  # "linear": every linear layer; "mlp": feed-forward only; "experts": MoE experts only
+    # AWQ/GPTQ only: what the kernel vLLM repacks them for keeps (weights.packed_linear_bits)
+    weight_bits: int = 0      # bits per packed value
+    group_size: int = 0       # values per scale; -1 one scale per output channel
+    zero_point: bool = False  # asymmetric: one zero point per group (AWQ zero_point, GPTQ sym false)
+    act_order: bool = False   # GPTQ desc_act: vLLM keeps g_idx and its sort order per layer
 
 
 @dataclass(frozen=True)
@@ -153,9 +158,16 @@ def _quantization(cfg: dict, where: str) -> Quantization | None:
         group = _get(q, group_key, where_q, required=False, default=128, minimum=-1)
         if group == 0:
             raise ModelConfigError(f"{where_q}: '{group_key}' must be a positive integer or -1 (per channel), got 0")
+        if method == "awq":
+            zero_point = _get(q, "zero_point", where_q, kind=bool, required=False, default=True)
+            act_order = False
+        else:
+            zero_point = not _get(q, "sym", where_q, kind=bool, required=False, default=True)
+            act_order = _get(q, "desc_act", where_q, kind=bool, required=False, default=False)
         # packed weights plus one fp16 scale and one packed zero point per group (per output
         # channel with -1: negligible against the weights)
-        return Quantization(method, bits + ((16 + bits) / group if group > 0 else 0.0))
+        return Quantization(method, bits + ((16 + bits) / group if group > 0 else 0.0), weight_bits=bits,
+                            group_size=group, zero_point=zero_point, act_order=act_order)
     if method == "fbgemm_fp8":
         # Meta's FP8 checkpoints: feed-forward layers in FP8, attention kept in 16 bits
         return Quantization("fbgemm_fp8", 8.0, scope="mlp")

@@ -73,8 +73,12 @@ class Budget:
                                 kvcache.in_flight_tokens(s.max_num_batched_tokens, s.pp, s.async_scheduling))
 
 
+def _precision(a: Architecture, hw: Hardware, p: Precisions) -> weights.Precision:
+    return weights.precision_for(a, p.dtype_bytes, p.quant_bits, p.quant_scope, hw.compute_capability, p.quantization)
+
+
 def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings) -> Budget:
-    prec = weights.precision_for(a, p.dtype_bytes, p.quant_bits, p.quant_scope)
+    prec = _precision(a, hw, p)
     # vLLM: requested_memory = ceil(total * gpu_memory_utilization)
     requested = math.ceil(hw.gpu_memory_bytes * s.gpu_memory_utilization)
     stages = []
@@ -90,7 +94,7 @@ def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings) -> Budget
             available = requested - w - over.total
         stages.append(StageBudget(stage, requested, w, over, available,
                                   kvcache.layout(a, s.tp, layers, p.kv_dtype_bytes), pin_room))
-    budget = Budget(s, weights.bytes_total(a, prec), tuple(stages), 0)
+    budget = Budget(s, weights.bytes_total(a, weights.as_stored(a, prec)), tuple(stages), 0)
     cap = budget.kv_capacity(1)
     return Budget(s, budget.weights_total, budget.stages, cap.num_blocks)
 
@@ -102,13 +106,19 @@ def memory_plan(a: Architecture, hw: Hardware, p: Precisions, b: Budget, max_mod
     cap = b.kv_capacity(max_model_len)
     lay = worst.layout
     per_tok = max(st.layout.bytes_per_token for st in b.stages)
-    prec = weights.precision_for(a, p.dtype_bytes, p.quant_bits, p.quant_scope)
+    prec = _precision(a, hw, p)
     d = Derivations()
+    packing = prec.describe()
+    stored = weights.as_stored(a, prec)
     d.add("weights_bytes_total", gib(b.weights_total),
-          f"{weights.total_parameters(a):,} parameters: embeddings/norms x {prec.dense} B, attention x {prec.attention} B, "
-          f"MLP x {prec.mlp} B, experts x {prec.experts} B", "bytes per parameter of the precision vLLM loads")
+          f"{weights.total_parameters(a):,} parameters: embeddings/norms x {stored.dense} B, attention x "
+          f"{stored.attention:.4g} B, MLP x {stored.mlp:.4g} B, experts x {stored.experts:.4g} B",
+          "bytes per parameter of the checkpoint as stored (downloaded and read)")
     d.add("weights_bytes_per_gpu", gib(worst.weights),
-          f"linear layers / TP {s.tp}, layers of the largest of {s.pp} stage(s), embedding on the first and LM head on the last")
+          f"linear layers / TP {s.tp}, layers of the largest of {s.pp} stage(s), embedding on the first and LM head on the last"
+          + (f"; {packing}" if packing else ""),
+          f"packed weights as the kernel vLLM 0.32 picks on {hw.gpu} (SM {_cc(hw)}) holds them after loading "
+          "(docs/memory-model.md)" if packing else "")
     d.add("kv_bytes_per_token_per_gpu", f"{per_tok:,} B", _kv_formula(a, p, s.tp, lay.layers_on_rank),
           "KV heads are replicated when fewer than TP ranks; MLA latents are not split by TP")
     if len(lay.groups) > 1:
@@ -136,6 +146,10 @@ def memory_plan(a: Architecture, hw: Hardware, p: Precisions, b: Budget, max_mod
         available_kv_cache_bytes_per_gpu=worst.available, kv_cache_blocks=cap.num_blocks, kv_cache_tokens=cap.tokens,
         max_model_len=max_model_len, max_concurrency=round(cap.max_concurrency, 2),
         model_max_len=a.max_position_embeddings, derivations=d.items)
+
+
+def _cc(hw: Hardware) -> str:
+    return ".".join(map(str, hw.compute_capability)) if hw.compute_capability else "unknown"
 
 
 def _kv_formula(a: Architecture, p: Precisions, tp: int, layers: int) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from . import packed
 from .architecture import Architecture
 
 
@@ -77,14 +78,37 @@ class Precision:
     attention: float   # bytes per parameter of attention projections
     mlp: float         # bytes per parameter of dense-MLP (and shared-expert) linear layers
     experts: float     # bytes per parameter of MoE experts
+    # MXFP4 experts: the MoE backends' layouts (padded shapes, scales, biases); the largest
+    # replaces `experts`
+    experts_layouts: tuple[packed.Mxfp4Layout, ...] = ()
+    # AWQ/GPTQ: the kernel the linear layers are repacked for (its bits are in attention/mlp)
+    linear: packed.LinearPacking | None = None
+
+    def describe(self) -> str:
+        if self.experts_layouts:
+            return "experts as the largest of the MXFP4 MoE layouts " + "; ".join(
+                lay.describe() for lay in self.experts_layouts)
+        if self.linear is not None:
+            return f"linear layers as {self.linear.describe()}"
+        return ""
 
 
-def precision_for(a: Architecture, dtype_bytes: int, quant_bits: float | None, quant_scope: str) -> Precision:
+def precision_for(a: Architecture, dtype_bytes: int, quant_bits: float | None, quant_scope: str,
+                  compute_capability: tuple[int, int] | None = None, method: str | None = None) -> Precision:
     """quant_scope: "linear" quantizes every linear layer, "mlp" only the feed-forward layers
-    (Meta's FBGEMM FP8 checkpoints), "experts" only the routed experts (gpt-oss MXFP4)."""
+    (Meta's FBGEMM FP8 checkpoints), "experts" only the routed experts (gpt-oss MXFP4).
+    Packed checkpoints (MXFP4, AWQ, GPTQ) are sized as the kernel vLLM picks for the GPU's compute
+    capability holds them (packed.py)."""
     if quant_bits is None:
         return Precision(dtype_bytes, dtype_bytes, dtype_bytes, dtype_bytes)
     q = quant_bits / 8
+    if method == "mxfp4" and a.moe is not None:
+        return Precision(dtype_bytes, dtype_bytes, dtype_bytes, q, packed.mxfp4_layouts(compute_capability))
+    ckpt = a.quantization
+    if method in ("awq", "gptq") and ckpt is not None and ckpt.method == method:
+        linear = packed.linear_packing(ckpt, compute_capability)
+        q = linear.bits / 8
+        return Precision(dtype_bytes, q, q, q, linear=linear)
     if quant_scope == "experts":
         return Precision(dtype_bytes, dtype_bytes, dtype_bytes, q)
     if quant_scope == "mlp":
@@ -121,11 +145,32 @@ def bytes_total(a: Architecture, p: Precision) -> int:
     return int(total)
 
 
+def as_stored(a: Architecture, p: Precision) -> Precision:
+    """The checkpoint's own precision (what is downloaded and read), without the loaded layout."""
+    if p.linear is not None and a.quantization is not None:
+        q = a.quantization.bits / 8
+        return Precision(p.dense, q, q, q)
+    return Precision(p.dense, p.attention, p.mlp, p.experts)
+
+
+def _experts_bytes(a: Architecture, p: Precision, tp: int, lp: LayerParams) -> float:
+    if lp.experts and p.experts_layouts:
+        return max(packed.mxfp4_expert_bytes(a, tp, lay) for lay in p.experts_layouts)
+    return lp.experts / tp * p.experts
+
+
+def _act_order_bytes(a: Architecture, p: Precision, tp: int) -> float:
+    if p.linear is None or not p.linear.act_order or a.quantization is None:
+        return 0.0
+    return packed.act_order_bytes(a, tp, a.quantization)
+
+
 def _layer_bytes(a: Architecture, p: Precision, tp: int, lp: LayerParams) -> float:
     # K/V projections cannot be split below one KV head per rank: the rest is replicated
     kv_share = lp.kv_projection * max(1.0, tp / a.num_kv_heads) / tp if lp.kv_projection else 0
     attention = (lp.attention - lp.kv_projection) / tp + kv_share
-    return attention * p.attention + lp.dense_mlp / tp * p.mlp + lp.experts / tp * p.experts + lp.other * p.dense
+    return (attention * p.attention + lp.dense_mlp / tp * p.mlp + _experts_bytes(a, p, tp, lp)
+            + _act_order_bytes(a, p, tp) + lp.other * p.dense)
 
 
 @lru_cache(maxsize=4096)
