@@ -2,8 +2,8 @@
 
 Only what the memory model needs: layer count and shapes, attention kind (MHA/GQA or MLA),
 which layers use a sliding window or chunked local attention, mixture-of-experts sizes, and the
-checkpoint's precision. What the sizing does not model (state-space and linear-attention layers,
-DeepSeek-V3.2's sparse-attention indexer) is refused by name (`refuse_unmodelled`)."""
+checkpoint's precision. What the sizing does not model (state-space and linear-attention layers)
+is refused by name (`refuse_unmodelled`)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,13 @@ class MLA:
     qk_nope_head_dim: int
     v_head_dim: int
     q_lora_rank: int | None
+    # DeepSeek-V3.2 sparse attention: the indexer's key width and heads (0: no indexer)
+    index_head_dim: int = 0
+    index_n_heads: int = 0
+
+    @property
+    def sparse(self) -> bool:
+        return self.index_head_dim > 0
 
 
 @dataclass(frozen=True)
@@ -279,9 +286,17 @@ def _text_config(top: dict) -> dict:
 def _mla(cfg: dict, where: str) -> MLA | None:
     if cfg.get("kv_lora_rank") is None:
         return None
+    sparse = "index_topk" in cfg
+    if sparse:
+        # vLLM 0.32 builds the indexer when the config has index_topk (deepseek_v2.py is_v32) and
+        # takes its wq_b input from the query's LoRA rank
+        _get(cfg, "index_topk", where)
+        _get(cfg, "q_lora_rank", where)
     return MLA(kv_lora_rank=_get(cfg, "kv_lora_rank", where), qk_rope_head_dim=_get(cfg, "qk_rope_head_dim", where),
                qk_nope_head_dim=_get(cfg, "qk_nope_head_dim", where), v_head_dim=_get(cfg, "v_head_dim", where),
-               q_lora_rank=_get(cfg, "q_lora_rank", where, required=False, default=None))
+               q_lora_rank=_get(cfg, "q_lora_rank", where, required=False, default=None),
+               index_head_dim=_get(cfg, "index_head_dim", where) if sparse else 0,
+               index_n_heads=_get(cfg, "index_n_heads", where) if sparse else 0)
 
 
 def _moe(cfg: dict, where: str, num_layers: int, llama4: bool = False) -> MoE | None:
@@ -368,7 +383,7 @@ STATE_FIELDS = ("hybrid_override_pattern", "layers_block_type", "attn_layer_peri
                 *LINEAR_FIELDS, "ssm_cfg", "ssm_state_size")
 STATE_PREFIXES = ("mamba_", "mamba2_", "ssm_")
 SUPPORTED = ("supported: transformers whose every layer is full, sliding-window or chunked-local (Llama 4) "
-             "attention, or MLA without an indexer (DeepSeek-V2/V3)")
+             "attention, or MLA (DeepSeek-V2/V3, and V3.2 with its sparse-attention indexer)")
 STATE_WHAT = ("vLLM 0.32 keeps a fixed-size recurrent state per sequence for those layers (MambaSpec, "
               "vllm/v1/kv_cache_interface.py) beside the attention KV cache, which this sizing does not model")
 
@@ -422,16 +437,13 @@ def refuse_unmodelled(top: dict, cfg: dict, where: str) -> None:
                         f"{where}: field 'architectures' names {a}, whose layers build KV cache specs of their own in "
                         f"vLLM 0.32 ({MODEL_SPECIFIC_KV_ARCHITECTURES[a]}: compressed or sparse attention caches) that "
                         f"this sizing does not model; {SUPPORTED}")
-    for key in ("index_topk", "index_head_dim", "index_n_heads"):
-        if key in cfg:
-            # vLLM 0.32: DeepseekV32ForCausalLM and GlmMoeDsaForCausalLM (vllm/models/deepseek_v32/attention.py)
-            # and DeepseekV2's is_v32 = hasattr(config, "index_topk") build the indexer cache
-            raise UnsupportedArchitectureError(
-                f"{where}: field '{key}' marks DeepSeek-V3.2 sparse attention: vLLM 0.32 keeps a second cache per "
-                "layer for its indexer keys (DeepseekV32IndexerCache, an MLAAttentionSpec of index_head_dim values "
-                "per token, vllm/model_executor/models/deepseek_v2.py, used by vllm/models/deepseek_v32) that this "
-                "sizing does not count; "
-                "supported: MLA without an indexer (DeepSeek-V2/V3/R1)")
+    if any(key in cfg for key in ("index_topk", "index_head_dim", "index_n_heads")) and cfg.get("kv_lora_rank") is None:
+        # vLLM 0.32 builds the sparse-attention indexer only beside MLA (DeepseekV32ForCausalLM,
+        # GlmMoeDsaForCausalLM: vllm/models/deepseek_v32)
+        key = next(k for k in ("index_topk", "index_head_dim", "index_n_heads") if k in cfg)
+        raise UnsupportedArchitectureError(
+            f"{where}: field '{key}' marks DeepSeek-V3.2 sparse attention, which vLLM 0.32 runs only with MLA "
+            "(kv_lora_rank) and this config has none; supported: MLA with or without the V3.2 indexer")
 
 
 def parse_config(cfg: Any, name: str) -> Architecture:

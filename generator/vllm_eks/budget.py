@@ -153,6 +153,12 @@ def _cc(hw: Hardware) -> str:
 
 
 def _kv_formula(a: Architecture, p: Precisions, tp: int, layers: int) -> str:
+    if a.mla and a.mla.sparse:
+        latent = (f"fp8_ds_mla row {kvcache.FP8_DS_MLA_BYTES} B" if p.kv_dtype_bytes == 1 else
+                  f"(kv_lora_rank {a.mla.kv_lora_rank} + rope {a.mla.qk_rope_head_dim}) x {p.kv_dtype_bytes} B")
+        return (f"sparse MLA: {latent} + indexer key ({a.mla.index_head_dim} fp8 + "
+                f"{a.mla.index_head_dim // kvcache.INDEXER_QUANT_BLOCK} x 4 B scale) x {layers} layers "
+                "(one KV cache group, each layer's page the sum of both)")
     if a.mla:
         return (f"MLA: (kv_lora_rank {a.mla.kv_lora_rank} + rope {a.mla.qk_rope_head_dim}) x "
                 f"{p.kv_dtype_bytes} B x {layers} layers")

@@ -20,6 +20,9 @@ class LayerParams:
     dense_mlp: int
     experts: int          # all routed experts of the layer
     other: int            # norms, router, biases: small, kept in model dtype
+    # quantized like attention but whole on every TP rank: DeepSeek-V3.2's indexer query
+    # projection (wq_b, a ReplicatedLinear in vllm/models/deepseek_v32/attention.py)
+    replicated: int = 0
 
 
 def layer_params(a: Architecture, index: int) -> LayerParams:
@@ -37,16 +40,24 @@ def layer_params(a: Architecture, index: int) -> LayerParams:
         kv = 2 * h * a.num_kv_heads * a.head_dim
         o = a.num_attention_heads * a.head_dim * h
         attention, kv_projection = q + kv + o, kv
-    norms = 2 * h
+    replicated = indexer_other = 0
+    if a.mla is not None and a.mla.sparse:
+        m = a.mla
+        # DeepseekV32Indexer: wq_b (q_lora_rank -> index heads x index_head_dim, quantized,
+        # replicated), wk_weights_proj (hidden -> index_head_dim + index heads, unquantized,
+        # disable_tp) and k_norm (LayerNorm weight and bias)
+        replicated = (m.q_lora_rank or 0) * m.index_n_heads * m.index_head_dim
+        indexer_other = h * (m.index_head_dim + m.index_n_heads) + 2 * m.index_head_dim
+    norms = 2 * h + indexer_other
     bias = (a.num_attention_heads + 2 * a.num_kv_heads) * a.head_dim if a.attention_bias else 0
     moe = a.moe
     if moe is None or not moe.is_moe_layer(index):
         inter = moe.dense_intermediate_size if moe is not None else a.intermediate_size
-        return LayerParams(attention, kv_projection, 3 * h * inter, 0, norms + bias)
+        return LayerParams(attention, kv_projection, 3 * h * inter, 0, norms + bias, replicated)
     experts = moe.num_experts * 3 * h * moe.expert_intermediate_size
     shared = 3 * h * moe.shared_expert_intermediate_size
     router = h * moe.num_experts
-    return LayerParams(attention, kv_projection, shared, experts, norms + bias + router)
+    return LayerParams(attention, kv_projection, shared, experts, norms + bias + router, replicated)
 
 
 @lru_cache(maxsize=256)
@@ -67,7 +78,7 @@ def total_parameters(a: Architecture) -> int:
 
 
 def _sum(p: LayerParams) -> int:
-    return p.attention + p.dense_mlp + p.experts + p.other
+    return p.attention + p.dense_mlp + p.experts + p.other + p.replicated
 
 
 @dataclass(frozen=True)
@@ -141,7 +152,8 @@ def bytes_total(a: Architecture, p: Precision) -> int:
     emb, head = embedding_params(a)
     total = (emb + head + a.hidden_size + a.vision_params) * p.dense
     for lp in layer_table(a):
-        total += lp.attention * p.attention + lp.dense_mlp * p.mlp + lp.experts * p.experts + lp.other * p.dense
+        total += ((lp.attention + lp.replicated) * p.attention + lp.dense_mlp * p.mlp + lp.experts * p.experts
+                  + lp.other * p.dense)
     return int(total)
 
 
@@ -168,7 +180,7 @@ def _act_order_bytes(a: Architecture, p: Precision, tp: int) -> float:
 def _layer_bytes(a: Architecture, p: Precision, tp: int, lp: LayerParams) -> float:
     # K/V projections cannot be split below one KV head per rank: the rest is replicated
     kv_share = lp.kv_projection * max(1.0, tp / a.num_kv_heads) / tp if lp.kv_projection else 0
-    attention = (lp.attention - lp.kv_projection) / tp + kv_share
+    attention = (lp.attention - lp.kv_projection) / tp + kv_share + lp.replicated
     return (attention * p.attention + lp.dense_mlp / tp * p.mlp + _experts_bytes(a, p, tp, lp)
             + _act_order_bytes(a, p, tp) + lp.other * p.dense)
 
