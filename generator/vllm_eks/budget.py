@@ -112,7 +112,7 @@ def memory_plan(a: Architecture, hw: Hardware, p: Precisions, b: Budget, max_mod
     stored = weights.as_stored(a, prec)
     d.add("weights_bytes_total", gib(b.weights_total),
           f"{weights.total_parameters(a):,} parameters: embeddings/norms x {stored.dense} B, attention x "
-          f"{stored.attention:.4g} B, MLP x {stored.mlp:.4g} B, experts x {stored.experts:.4g} B",
+          f"{stored.attention} B, MLP x {stored.mlp} B, experts x {stored.experts} B",
           "bytes per parameter of the checkpoint as stored (downloaded and read)")
     d.add("weights_bytes_per_gpu", gib(worst.weights),
           f"linear layers / TP {s.tp}, layers of the largest of {s.pp} stage(s), embedding on the first and LM head on the last"

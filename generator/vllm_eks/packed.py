@@ -53,8 +53,9 @@ class Mxfp4Layout:
     hopper_scale_swizzle: bool
 
     def describe(self) -> str:
-        return (f"{self.backend}: intermediate/rank rounded to {self.intermediate_align}, hidden to "
-                f"{self.hidden_align}, bias {'fp32' if self.bias_bytes == 4 else 'bf16'}"
+        hidden = f"hidden to {self.hidden_align}" if self.hidden_align > 1 else "hidden as is"
+        return (f"{self.backend}: intermediate/rank rounded to {self.intermediate_align}, {hidden}, "
+                f"bias {'fp32' if self.bias_bytes == 4 else 'bf16'}"
                 + (", scales padded (groups to 4, rows to 256)" if self.hopper_scale_swizzle else ""))
 
 
