@@ -67,10 +67,12 @@ TRTLLM = Mxfp4Layout("FLASHINFER_TRTLLM_MXFP4_BF16", 128, 256, 4, False)
 def mxfp4_layouts(compute_capability: tuple[int, int] | None) -> tuple[Mxfp4Layout, ...]:
     """The MXFP4 MoE backend vLLM 0.32 picks for gpt-oss on this GPU, and the ones it may fall
     back to; a layer is sized with the largest. SM 9.0: TRITON needs triton_kernels importable
-    (the CUDA build bundles it under vllm/third_party); without it vLLM falls back to MARLIN,
-    whose padded layout is larger. No public H100 log with the TRITON backend was found to tell
-    which the image runs, so Hopper is sized with both (err on the side of less KV cache).
-    Unknown GPU: all three."""
+    (the CUDA build bundles it under vllm/third_party); without it vLLM goes on down its list:
+    FLASHINFER_CUTLASS_MXFP4_BF16 (with FlashInfer; padded to 128 both ways, bf16 biases), HUMMING
+    (with the humming package, moved ahead of MARLIN on SM 9.0; pads to 256 x 128) and MARLIN,
+    whose 128 x 256 padding is the largest of them. No public H100 log with the TRITON backend was
+    found to tell which the image runs, so Hopper is sized with TRITON and MARLIN, the larger
+    counting (err on the side of less KV cache). Unknown GPU: all three layouts."""
     if compute_capability is None:
         return (MARLIN, TRITON, TRTLLM)
     if compute_capability[0] == 10:
