@@ -4,7 +4,7 @@ a whole number of KV cache blocks."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import kvcache, overheads, weights
 from .architecture import Architecture
@@ -118,7 +118,7 @@ def memory_plan(a: Architecture, hw: Hardware, p: Precisions, b: Budget, max_mod
           f"linear layers / TP {s.tp}, layers of the largest of {s.pp} stage(s), embedding on the first and LM head on the last"
           + (f"; {packing}" if packing else ""),
           f"packed weights as the kernel vLLM 0.32 picks on {hw.gpu} (SM {_cc(hw)}) holds them after loading "
-          "(docs/memory-model.md)" if packing else "")
+          f"(docs/memory-model.md){_layout_band(a, prec, s, worst.stage)}" if packing else "")
     d.add("kv_bytes_per_token_per_gpu", f"{per_tok:,} B", _kv_formula(a, p, s.tp, lay.layers_on_rank),
           "KV heads are replicated when fewer than TP ranks; MLA latents are not split by TP")
     if len(lay.groups) > 1:
@@ -146,6 +146,16 @@ def memory_plan(a: Architecture, hw: Hardware, p: Precisions, b: Budget, max_mod
         available_kv_cache_bytes_per_gpu=worst.available, kv_cache_blocks=cap.num_blocks, kv_cache_tokens=cap.tokens,
         max_model_len=max_model_len, max_concurrency=round(cap.max_concurrency, 2),
         model_max_len=a.max_position_embeddings, derivations=d.items)
+
+
+def _layout_band(a: Architecture, prec: weights.Precision, s: Settings, stage: int) -> str:
+    """The uncertainty band when the backend vLLM runs is one of several (MXFP4 on Hopper): each
+    layout's weights on this GPU, the largest counting."""
+    if len(prec.experts_layouts) < 2:
+        return ""
+    each = [(lay.backend, weights.stage_bytes(a, replace(prec, experts_layouts=(lay,)), s.tp, s.pp, stage))
+            for lay in prec.experts_layouts]
+    return "; per backend: " + ", ".join(f"{name} {gib(n)}" for name, n in each) + " (the largest counts)"
 
 
 def _cc(hw: Hardware) -> str:
