@@ -2,7 +2,9 @@
 
 Linear layers are sharded over tensor-parallel ranks; pipeline stages hold only their own
 layers, the first stage the embedding and the last the LM head. Embeddings, norms and routers
-stay in the model dtype when a checkpoint is quantized (vLLM does not quantize them)."""
+stay in the model dtype when a checkpoint is quantized (vLLM does not quantize them). Packed
+formats (MXFP4 experts, AWQ/GPTQ linear layers) are counted per GPU as the kernel vLLM picks for
+the GPU generation holds them (packed.py); the checkpoint total stays the stored size."""
 
 from __future__ import annotations
 
