@@ -72,6 +72,12 @@ def test_gpt_oss_on_b200_uses_the_trtllm_layout_with_float32_biases():
     assert _loaded("p6-b200.48xlarge", 1) == LAYERS * (NON_EXPERT_LAYER + experts) + EMBEDDINGS
 
 
+def test_unknown_gpu_takes_the_largest_mxfp4_layout():
+    prec = weights.precision_for(GPT_OSS, 2, 4.25, "experts", None, "mxfp4")
+    per_gpu = weights.stage_bytes(GPT_OSS, prec, 1, 1, 0)
+    assert per_gpu == _loaded("p6-b200.48xlarge", 1) > _loaded("p5.48xlarge", 1)
+
+
 def test_checkpoint_bytes_stay_the_stored_size_whatever_the_gpu():
     plans = [make_plan(PlanRequest(model="gpt-oss-120b", instance=i)) for i in ("p5.48xlarge", "p6-b200.48xlarge")]
     assert plans[0].memory.weights_bytes_total == plans[1].memory.weights_bytes_total
