@@ -4,8 +4,7 @@ Only what the memory model needs: layer count and shapes, attention kind (MHA/GQ
 which layers use a sliding window or chunked local attention, mixture-of-experts sizes, and the
 checkpoint's precision, and the recurrent-state layers of the hybrids sized in hybrid.py
 (Qwen3-Next, Granite 4.0-H). What the sizing does not model (other state-space and
-linear-attention models, DeepSeek-V3.2's sparse-attention indexer) is refused by name
-(`refuse_unmodelled`)."""
+linear-attention models) is refused by name (`refuse_unmodelled`)."""
 
 from __future__ import annotations
 
@@ -45,13 +44,25 @@ class MLA:
     qk_nope_head_dim: int
     v_head_dim: int
     q_lora_rank: int | None
+    # DeepSeek-V3.2 sparse attention: the indexer's key width and heads (0: no indexer)
+    index_head_dim: int = 0
+    index_n_heads: int = 0
+
+    @property
+    def sparse(self) -> bool:
+        return self.index_head_dim > 0
 
 
 @dataclass(frozen=True)
 class Quantization:
     method: str  # fp8 | awq | gptq | mxfp4
-    bits: float  # storage bits per quantized weight, scales included
+    bits: float  # storage bits per quantized weight, scales included, as the checkpoint stores them
     scope: str = "linear"  # "linear": every linear layer; "mlp": feed-forward only; "experts": MoE experts only
+    # AWQ/GPTQ only: what the kernel vLLM repacks them for keeps (weights.packed_linear_bits)
+    weight_bits: int = 0      # bits per packed value
+    group_size: int = 0       # values per scale; -1 one scale per output channel
+    zero_point: bool = False  # asymmetric: one zero point per group (AWQ zero_point, GPTQ sym false)
+    act_order: bool = False   # GPTQ desc_act: vLLM keeps g_idx and its sort order per layer
 
 
 @dataclass(frozen=True)
@@ -160,9 +171,16 @@ def _quantization(cfg: dict, where: str) -> Quantization | None:
         group = _get(q, group_key, where_q, required=False, default=128, minimum=-1)
         if group == 0:
             raise ModelConfigError(f"{where_q}: '{group_key}' must be a positive integer or -1 (per channel), got 0")
+        if method == "awq":
+            zero_point = _get(q, "zero_point", where_q, kind=bool, required=False, default=True)
+            act_order = False
+        else:
+            zero_point = not _get(q, "sym", where_q, kind=bool, required=False, default=True)
+            act_order = _get(q, "desc_act", where_q, kind=bool, required=False, default=False)
         # packed weights plus one fp16 scale and one packed zero point per group (per output
         # channel with -1: negligible against the weights)
-        return Quantization(method, bits + ((16 + bits) / group if group > 0 else 0.0))
+        return Quantization(method, bits + ((16 + bits) / group if group > 0 else 0.0), weight_bits=bits,
+                            group_size=group, zero_point=zero_point, act_order=act_order)
     if method == "fbgemm_fp8":
         # Meta's FP8 checkpoints: feed-forward layers in FP8, attention kept in 16 bits
         return Quantization("fbgemm_fp8", 8.0, scope="mlp")
@@ -274,9 +292,17 @@ def _text_config(top: dict) -> dict:
 def _mla(cfg: dict, where: str) -> MLA | None:
     if cfg.get("kv_lora_rank") is None:
         return None
+    sparse = "index_topk" in cfg
+    if sparse:
+        # vLLM 0.32 builds the indexer when the config has index_topk (deepseek_v2.py is_v32) and
+        # takes its wq_b input from the query's LoRA rank
+        _get(cfg, "index_topk", where)
+        _get(cfg, "q_lora_rank", where)
     return MLA(kv_lora_rank=_get(cfg, "kv_lora_rank", where), qk_rope_head_dim=_get(cfg, "qk_rope_head_dim", where),
                qk_nope_head_dim=_get(cfg, "qk_nope_head_dim", where), v_head_dim=_get(cfg, "v_head_dim", where),
-               q_lora_rank=_get(cfg, "q_lora_rank", where, required=False, default=None))
+               q_lora_rank=_get(cfg, "q_lora_rank", where, required=False, default=None),
+               index_head_dim=_get(cfg, "index_head_dim", where) if sparse else 0,
+               index_n_heads=_get(cfg, "index_n_heads", where) if sparse else 0)
 
 
 def _moe(cfg: dict, where: str, num_layers: int, llama4: bool = False) -> MoE | None:
@@ -366,8 +392,8 @@ STATE_FIELDS = ("hybrid_override_pattern", "layers_block_type", "attn_layer_peri
                 *LINEAR_FIELDS, "ssm_cfg", "ssm_state_size")
 STATE_PREFIXES = ("mamba_", "mamba2_", "ssm_")
 SUPPORTED = ("supported: transformers whose every layer is full, sliding-window or chunked-local (Llama 4) "
-             "attention, MLA without an indexer (DeepSeek-V2/V3), and the hybrids Qwen3-Next (qwen3_next) and "
-             "Granite 4.0-H (granitemoehybrid)")
+             "attention, MLA (DeepSeek-V2/V3, and V3.2 with its sparse-attention indexer), and the hybrids "
+             "Qwen3-Next (qwen3_next) and Granite 4.0-H (granitemoehybrid)")
 STATE_WHAT = ("vLLM 0.32 keeps a fixed-size recurrent state per sequence for those layers (MambaSpec, "
               "vllm/v1/kv_cache_interface.py) beside the attention KV cache, which this sizing does not model")
 
@@ -431,16 +457,13 @@ def _refuse_state(top: dict, cfg: dict, where: str) -> None:
 
 
 def _refuse_indexer(cfg: dict, where: str) -> None:
-    for key in ("index_topk", "index_head_dim", "index_n_heads"):
-        if key in cfg:
-            # vLLM 0.32: DeepseekV32ForCausalLM and GlmMoeDsaForCausalLM (vllm/models/deepseek_v32/attention.py)
-            # and DeepseekV2's is_v32 = hasattr(config, "index_topk") build the indexer cache
-            raise UnsupportedArchitectureError(
-                f"{where}: field '{key}' marks DeepSeek-V3.2 sparse attention: vLLM 0.32 keeps a second cache per "
-                "layer for its indexer keys (DeepseekV32IndexerCache, an MLAAttentionSpec of index_head_dim values "
-                "per token, vllm/model_executor/models/deepseek_v2.py, used by vllm/models/deepseek_v32) that this "
-                "sizing does not count; "
-                "supported: MLA without an indexer (DeepSeek-V2/V3/R1)")
+    if any(key in cfg for key in ("index_topk", "index_head_dim", "index_n_heads")) and cfg.get("kv_lora_rank") is None:
+        # vLLM 0.32 builds the sparse-attention indexer only beside MLA (DeepseekV32ForCausalLM,
+        # GlmMoeDsaForCausalLM: vllm/models/deepseek_v32)
+        key = next(k for k in ("index_topk", "index_head_dim", "index_n_heads") if k in cfg)
+        raise UnsupportedArchitectureError(
+            f"{where}: field '{key}' marks DeepSeek-V3.2 sparse attention, which vLLM 0.32 runs only with MLA "
+            "(kv_lora_rank) and this config has none; supported: MLA with or without the V3.2 indexer")
 
 
 def parse_config(cfg: Any, name: str) -> Architecture:

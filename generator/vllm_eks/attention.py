@@ -72,11 +72,27 @@ TRITON_MLA = Backend("TRITON_MLA", (16,))
 FLASH_ATTN = Backend("FLASH_ATTN", (16,))
 FLASHINFER = Backend("FLASHINFER", (16, 32, 64))
 TRITON_ATTN = Backend("TRITON_ATTN", (16,))
+# Sparse MLA (DeepSeek-V3.2), vllm/v1/attention/backends/mla/: flashattn_mla_sparse.py
+# FLASH_ATTN_MLA_SPARSE multiples of 64, SM 9.x, bf16 cache only; flashmla_sparse.py FLASHMLA_SPARSE
+# multiples of 64, SM 9.x and 10.x, bf16 or fp8_ds_mla; flashinfer_mla_sparse.py FLASHINFER_MLA_SPARSE
+# multiples of 32, SM 10.x. The indexer's own backend (indexer.py DeepseekV32IndexerBackend) takes
+# only 64 on CUDA, and vLLM picks a block size every backend of the model takes
+# (platforms/interface.py update_block_size_for_backend): 64.
+FLASH_ATTN_MLA_SPARSE = Backend("FLASH_ATTN_MLA_SPARSE", (64,), frozenset({9}), fp8_kv_cache=False)
+FLASHMLA_SPARSE = Backend("FLASHMLA_SPARSE", (64,), frozenset({9, 10}))
+FLASHINFER_MLA_SPARSE = Backend("FLASHINFER_MLA_SPARSE", (64,), frozenset({10}))
 
 
-def priorities(major: int, mla: bool) -> tuple[Backend, ...]:
-    """vLLM's backend order for a compute capability major (dense attention; no sparse MLA model
-    is in the catalog)."""
+def priorities(major: int, mla: bool, sparse: bool = False, kv_cache_dtype: str = "auto") -> tuple[Backend, ...]:
+    """vLLM's backend order for a compute capability major (vllm/platforms/cuda.py
+    _get_backend_priorities; sparse MLA: its sparse tail, the dense MLA backends refuse a sparse
+    model). On SM 10.x an FP8 cache puts FLASHINFER_MLA_SPARSE first, a bf16 cache FLASHMLA_SPARSE
+    (DeepSeek-V3.2 has 128 heads, above the 16 that would prefer FlashInfer)."""
+    if sparse:
+        if major == 10:
+            return ((FLASHINFER_MLA_SPARSE, FLASHMLA_SPARSE) if kv_cache_dtype == "fp8"
+                    else (FLASHMLA_SPARSE, FLASHINFER_MLA_SPARSE))
+        return (FLASH_ATTN_MLA_SPARSE, FLASHMLA_SPARSE)
     if mla:
         if major == 10:
             return (FLASHINFER_MLA, CUTLASS_MLA, FLASH_ATTN_MLA, FLASHMLA, TRITON_MLA)
@@ -98,19 +114,26 @@ class BlockSize:
 def block_size(arch: Architecture, gpu: str, compute_capability: tuple[int, int] | None,
                kv_cache_dtype: str, pinned: int | None) -> BlockSize:
     """The block size vLLM runs with for this model on this GPU, and why."""
-    kind = "MLA" if arch.mla else "non-MLA"
+    sparse = arch.mla is not None and arch.mla.sparse
+    kind = "sparse MLA (DeepSeek-V3.2 indexer)" if sparse else ("MLA" if arch.mla else "non-MLA")
     if compute_capability is None:
         if pinned:
             return BlockSize(pinned, None, "pinned by --block-size")
+        if sparse:
+            return BlockSize(64, None, (
+                "GPU generation unknown (custom hardware): 64, the only block size the DeepSeek-V3.2 indexer "
+                "backend takes on CUDA"))
         return BlockSize(VLLM_DEFAULT_BLOCK_SIZE, None, (
             f"GPU generation unknown (custom hardware): vLLM's default {VLLM_DEFAULT_BLOCK_SIZE}; "
             "MLA models on Hopper with an FP8 KV cache or on Blackwell need the backend's size, pin --block-size"))
     major = compute_capability[0]
     cc = ".".join(map(str, compute_capability))
-    order = priorities(major, arch.mla is not None)
+    order = priorities(major, arch.mla is not None, sparse, kv_cache_dtype)
     running = [b for b in order if b.runs(major, arch, kv_cache_dtype)]
-    if not running:   # TRITON_MLA / TRITON_ATTN run everywhere: unreachable with the table above
-        raise InvalidOptionError(f"no vLLM attention backend for a {kind} model on {gpu} (SM {cc})")
+    if not running:   # dense: TRITON_MLA / TRITON_ATTN run everywhere; sparse MLA needs SM 9.x or 10.x
+        raise InvalidOptionError(
+            f"--instance: no vLLM 0.32 attention backend for a {kind} model on {gpu} (SM {cc}): "
+            f"{', '.join(b.name for b in order)} run on SM 9.x/10.x only; use an H100, H200 or B200 instance")
     first = running[0]
     if pinned:
         taking = [b for b in running if b.accepts(pinned)]

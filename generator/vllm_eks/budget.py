@@ -4,7 +4,7 @@ a whole number of KV cache blocks."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import kvcache, overheads, weights
 from .architecture import Architecture
@@ -82,8 +82,12 @@ class Budget:
                                 kvcache.in_flight_tokens(s.max_num_batched_tokens, s.pp, s.async_scheduling))
 
 
+def _precision(a: Architecture, hw: Hardware, p: Precisions) -> weights.Precision:
+    return weights.precision_for(a, p.dtype_bytes, p.quant_bits, p.quant_scope, hw.compute_capability, p.quantization)
+
+
 def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings) -> Budget:
-    prec = weights.precision_for(a, p.dtype_bytes, p.quant_bits, p.quant_scope)
+    prec = _precision(a, hw, p)
     # vLLM: requested_memory = ceil(total * gpu_memory_utilization)
     requested = math.ceil(hw.gpu_memory_bytes * s.gpu_memory_utilization)
     stages = []
@@ -105,7 +109,7 @@ def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings) -> Budget
             band = (requested - w - over.expected, requested - w - over.optimistic)
         stages.append(StageBudget(stage, requested, w, over, available,
                                   kvcache.layout(a, s.tp, layers, p.kv_dtype_bytes, p.dtype_bytes), pin_room, *band))
-    budget = Budget(s, weights.bytes_total(a, prec), tuple(stages), 0)
+    budget = Budget(s, weights.bytes_total(a, weights.as_stored(a, prec)), tuple(stages), 0)
     cap = budget.kv_capacity(1)
     return Budget(s, budget.weights_total, budget.stages, cap.num_blocks)
 
@@ -123,13 +127,19 @@ def memory_plan(a: Architecture, hw: Hardware, p: Precisions, b: Budget, max_mod
     cap = b.kv_capacity(max_model_len)
     lay = worst.layout
     per_tok = max(st.layout.bytes_per_token for st in b.stages)
-    prec = weights.precision_for(a, p.dtype_bytes, p.quant_bits, p.quant_scope)
+    prec = _precision(a, hw, p)
     d = Derivations()
+    packing = prec.describe()
+    stored = weights.as_stored(a, prec)
     d.add("weights_bytes_total", gib(b.weights_total),
-          f"{weights.total_parameters(a):,} parameters: embeddings/norms x {prec.dense} B, attention x {prec.attention} B, "
-          f"MLP x {prec.mlp} B, experts x {prec.experts} B", "bytes per parameter of the precision vLLM loads")
+          f"{weights.total_parameters(a):,} parameters: embeddings/norms x {stored.dense} B, attention x "
+          f"{stored.attention} B, MLP x {stored.mlp} B, experts x {stored.experts} B",
+          "bytes per parameter of the checkpoint as stored (downloaded and read)")
     d.add("weights_bytes_per_gpu", gib(worst.weights),
-          f"linear layers / TP {s.tp}, layers of the largest of {s.pp} stage(s), embedding on the first and LM head on the last")
+          f"linear layers / TP {s.tp}, layers of the largest of {s.pp} stage(s), embedding on the first and LM head on the last"
+          + (f"; {packing}" if packing else ""),
+          f"packed weights as the kernel vLLM 0.32 picks on {hw.gpu} (SM {_cc(hw)}) holds them after loading "
+          f"(docs/memory-model.md){_layout_band(a, prec, s, worst.stage)}" if packing else "")
     d.add("kv_bytes_per_token_per_gpu", f"{per_tok:,} B", _kv_formula(a, p, s.tp, lay.layers_on_rank - lay.state_layers),
           "KV heads are replicated when fewer than TP ranks; MLA latents are not split by TP"
           + ("; recurrent-state layers keep no per-token cache" if lay.state_layers else ""))
@@ -179,7 +189,27 @@ def _state_derivation(d: Derivations, a: Architecture, s: Settings, lay: kvcache
           "checkpoint" + (", plus one prefill checkpoint block (mamba_mixer2.py)" if st.checkpoint_blocks else ""))
 
 
+def _layout_band(a: Architecture, prec: weights.Precision, s: Settings, stage: int) -> str:
+    """The uncertainty band when the backend vLLM runs is one of several (MXFP4 on Hopper): each
+    layout's weights on this GPU, the largest counting."""
+    if len(prec.experts_layouts) < 2:
+        return ""
+    each = [(lay.backend, weights.stage_bytes(a, replace(prec, experts_layouts=(lay,)), s.tp, s.pp, stage))
+            for lay in prec.experts_layouts]
+    return "; per backend: " + ", ".join(f"{name} {gib(n)}" for name, n in each) + " (the largest counts)"
+
+
+def _cc(hw: Hardware) -> str:
+    return ".".join(map(str, hw.compute_capability)) if hw.compute_capability else "unknown"
+
+
 def _kv_formula(a: Architecture, p: Precisions, tp: int, layers: int) -> str:
+    if a.mla and a.mla.sparse:
+        latent = (f"fp8_ds_mla row {kvcache.FP8_DS_MLA_BYTES} B" if p.kv_dtype_bytes == 1 else
+                  f"(kv_lora_rank {a.mla.kv_lora_rank} + rope {a.mla.qk_rope_head_dim}) x {p.kv_dtype_bytes} B")
+        return (f"sparse MLA: {latent} + indexer key ({a.mla.index_head_dim} fp8 + "
+                f"{a.mla.index_head_dim // kvcache.INDEXER_QUANT_BLOCK} x 4 B scale) x {layers} layers "
+                "(one KV cache group, each layer's page the sum of both)")
     if a.mla:
         return (f"MLA: (kv_lora_rank {a.mla.kv_lora_rank} + rope {a.mla.qk_rope_head_dim}) x "
                 f"{p.kv_dtype_bytes} B x {layers} layers")

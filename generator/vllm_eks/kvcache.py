@@ -90,9 +90,31 @@ def kv_heads_per_rank(a: Architecture, tp: int) -> int:
     return max(1, a.num_kv_heads // tp)
 
 
+# DeepSeek-V3.2's FP8 MLA cache row, "fp8_ds_mla" (vllm/model_executor/layers/attention/
+# mla_attention.py get_kv_cache_spec, layout in vllm/v1/attention/backends/mla/flashmla_sparse.py):
+# 512 fp8 latent values, 4 float32 scales (one per 128), 64 bf16 rotary values
+FP8_DS_MLA_BYTES = 512 + 4 * 4 + 64 * 2
+INDEXER_QUANT_BLOCK = 128   # DeepseekV32Indexer.quant_block_size: one float32 scale per 128 keys
+
+
+def indexer_bytes_per_token(a: Architecture) -> int:
+    """DeepSeek-V3.2's indexer key cache per token per layer: fp8 keys of index_head_dim plus a
+    float32 scale per 128 (DeepseekV32IndexerCache, an MLAAttentionSpec of uint8,
+    vllm/model_executor/models/deepseek_v2.py), not split by TP."""
+    if a.mla is None or not a.mla.sparse:
+        return 0
+    return a.mla.index_head_dim + a.mla.index_head_dim // INDEXER_QUANT_BLOCK * 4
+
+
 def bytes_per_token_per_layer(a: Architecture, tp: int, kv_dtype_bytes: int) -> int:
     if a.mla is not None:
-        return (a.mla.kv_lora_rank + a.mla.qk_rope_head_dim) * kv_dtype_bytes
+        # the indexer caches share the MLA layers' block size and full-attention kind, so vLLM
+        # puts both in one KV cache group whose page is the sum of the layers' pages
+        # (UniformTypeKVCacheSpecs, vllm/v1/kv_cache_interface.py): per token and layer, one
+        # latent row plus one indexer key
+        if a.mla.sparse and kv_dtype_bytes == 1:
+            return FP8_DS_MLA_BYTES + indexer_bytes_per_token(a)
+        return (a.mla.kv_lora_rank + a.mla.qk_rope_head_dim) * kv_dtype_bytes + indexer_bytes_per_token(a)
     return 2 * kv_heads_per_rank(a, tp) * a.head_dim * kv_dtype_bytes
 
 

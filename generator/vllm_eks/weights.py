@@ -2,13 +2,16 @@
 
 Linear layers are sharded over tensor-parallel ranks; pipeline stages hold only their own
 layers, the first stage the embedding and the last the LM head. Embeddings, norms and routers
-stay in the model dtype when a checkpoint is quantized (vLLM does not quantize them)."""
+stay in the model dtype when a checkpoint is quantized (vLLM does not quantize them). Packed
+formats (MXFP4 experts, AWQ/GPTQ linear layers) are counted per GPU as the kernel vLLM picks for
+the GPU generation holds them (packed.py); the checkpoint total stays the stored size."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
 
+from . import packed
 from .architecture import Architecture
 
 
@@ -19,6 +22,9 @@ class LayerParams:
     dense_mlp: int
     experts: int          # all routed experts of the layer
     other: int            # norms, router, biases: small, kept in model dtype
+    # quantized like attention but whole on every TP rank: DeepSeek-V3.2's indexer query
+    # projection (wq_b, a ReplicatedLinear in vllm/models/deepseek_v32/attention.py)
+    replicated: int = 0
 
 
 def layer_params(a: Architecture, index: int) -> LayerParams:
@@ -40,16 +46,24 @@ def layer_params(a: Architecture, index: int) -> LayerParams:
         kv = 2 * h * a.num_kv_heads * a.head_dim
         o = a.num_attention_heads * a.head_dim * h
         attention, kv_projection = q + kv + o, kv
-    norms = 2 * h
+    replicated = indexer_other = 0
+    if a.mla is not None and a.mla.sparse:
+        m = a.mla
+        # DeepseekV32Indexer: wq_b (q_lora_rank -> index heads x index_head_dim, quantized,
+        # replicated), wk_weights_proj (hidden -> index_head_dim + index heads, unquantized,
+        # disable_tp) and k_norm (LayerNorm weight and bias)
+        replicated = (m.q_lora_rank or 0) * m.index_n_heads * m.index_head_dim
+        indexer_other = h * (m.index_head_dim + m.index_n_heads) + 2 * m.index_head_dim
+    norms = 2 * h + indexer_other
     bias = (a.num_attention_heads + 2 * a.num_kv_heads) * a.head_dim if a.attention_bias and kv_projection else 0
     moe = a.moe
     if moe is None or not moe.is_moe_layer(index):
         inter = moe.dense_intermediate_size if moe is not None else a.intermediate_size
-        return LayerParams(attention, kv_projection, 3 * h * inter, 0, norms + bias)
+        return LayerParams(attention, kv_projection, 3 * h * inter, 0, norms + bias, replicated)
     experts = moe.num_experts * 3 * h * moe.expert_intermediate_size
     shared = 3 * h * moe.shared_expert_intermediate_size
     router = h * moe.num_experts
-    return LayerParams(attention, kv_projection, shared, experts, norms + bias + router)
+    return LayerParams(attention, kv_projection, shared, experts, norms + bias + router, replicated)
 
 
 @lru_cache(maxsize=256)
@@ -70,7 +84,7 @@ def total_parameters(a: Architecture) -> int:
 
 
 def _sum(p: LayerParams) -> int:
-    return p.attention + p.dense_mlp + p.experts + p.other
+    return p.attention + p.dense_mlp + p.experts + p.other + p.replicated
 
 
 @dataclass(frozen=True)
@@ -81,14 +95,37 @@ class Precision:
     attention: float   # bytes per parameter of attention projections
     mlp: float         # bytes per parameter of dense-MLP (and shared-expert) linear layers
     experts: float     # bytes per parameter of MoE experts
+    # MXFP4 experts: the MoE backends' layouts (padded shapes, scales, biases); the largest
+    # replaces `experts`
+    experts_layouts: tuple[packed.Mxfp4Layout, ...] = ()
+    # AWQ/GPTQ: the kernel the linear layers are repacked for (its bits are in attention/mlp)
+    linear: packed.LinearPacking | None = None
+
+    def describe(self) -> str:
+        if self.experts_layouts:
+            return "experts as the largest of the MXFP4 MoE layouts " + "; ".join(
+                lay.describe() for lay in self.experts_layouts)
+        if self.linear is not None:
+            return f"linear layers as {self.linear.describe()}"
+        return ""
 
 
-def precision_for(a: Architecture, dtype_bytes: int, quant_bits: float | None, quant_scope: str) -> Precision:
+def precision_for(a: Architecture, dtype_bytes: int, quant_bits: float | None, quant_scope: str,
+                  compute_capability: tuple[int, int] | None = None, method: str | None = None) -> Precision:
     """quant_scope: "linear" quantizes every linear layer, "mlp" only the feed-forward layers
-    (Meta's FBGEMM FP8 checkpoints), "experts" only the routed experts (gpt-oss MXFP4)."""
+    (Meta's FBGEMM FP8 checkpoints), "experts" only the routed experts (gpt-oss MXFP4).
+    Packed checkpoints (MXFP4, AWQ, GPTQ) are sized as the kernel vLLM picks for the GPU's compute
+    capability holds them (packed.py)."""
     if quant_bits is None:
         return Precision(dtype_bytes, dtype_bytes, dtype_bytes, dtype_bytes)
     q = quant_bits / 8
+    if method == "mxfp4" and a.moe is not None:
+        return Precision(dtype_bytes, dtype_bytes, dtype_bytes, q, packed.mxfp4_layouts(compute_capability))
+    ckpt = a.quantization
+    if method in ("awq", "gptq") and ckpt is not None and ckpt.method == method:
+        linear = packed.linear_packing(ckpt, compute_capability)
+        q = linear.bits / 8
+        return Precision(dtype_bytes, q, q, q, linear=linear)
     if quant_scope == "experts":
         return Precision(dtype_bytes, dtype_bytes, dtype_bytes, q)
     if quant_scope == "mlp":
@@ -121,15 +158,37 @@ def bytes_total(a: Architecture, p: Precision) -> int:
     emb, head = embedding_params(a)
     total = (emb + head + a.hidden_size + a.vision_params) * p.dense
     for lp in layer_table(a):
-        total += lp.attention * p.attention + lp.dense_mlp * p.mlp + lp.experts * p.experts + lp.other * p.dense
+        total += ((lp.attention + lp.replicated) * p.attention + lp.dense_mlp * p.mlp + lp.experts * p.experts
+                  + lp.other * p.dense)
     return int(total)
+
+
+def as_stored(a: Architecture, p: Precision) -> Precision:
+    """The checkpoint's own precision (what is downloaded and read), without the loaded layout."""
+    if p.linear is not None and a.quantization is not None:
+        q = a.quantization.bits / 8
+        return Precision(p.dense, q, q, q)
+    return Precision(p.dense, p.attention, p.mlp, p.experts)
+
+
+def _experts_bytes(a: Architecture, p: Precision, tp: int, lp: LayerParams) -> float:
+    if lp.experts and p.experts_layouts:
+        return max(packed.mxfp4_expert_bytes(a, tp, lay) for lay in p.experts_layouts)
+    return lp.experts / tp * p.experts
+
+
+def _act_order_bytes(a: Architecture, p: Precision, tp: int) -> float:
+    if p.linear is None or not p.linear.act_order or a.quantization is None:
+        return 0.0
+    return packed.act_order_bytes(a, tp, a.quantization)
 
 
 def _layer_bytes(a: Architecture, p: Precision, tp: int, lp: LayerParams) -> float:
     # K/V projections cannot be split below one KV head per rank: the rest is replicated
     kv_share = lp.kv_projection * max(1.0, tp / a.num_kv_heads) / tp if lp.kv_projection else 0
-    attention = (lp.attention - lp.kv_projection) / tp + kv_share
-    return attention * p.attention + lp.dense_mlp / tp * p.mlp + lp.experts / tp * p.experts + lp.other * p.dense
+    attention = (lp.attention - lp.kv_projection) / tp + kv_share + lp.replicated
+    return (attention * p.attention + lp.dense_mlp / tp * p.mlp + _experts_bytes(a, p, tp, lp)
+            + _act_order_bytes(a, p, tp) + lp.other * p.dense)
 
 
 @lru_cache(maxsize=4096)

@@ -63,8 +63,8 @@ def _strip(cfg: dict, *keys: str) -> dict:
     ({"architectures": ["Qwen3NextForCausalLM"], "hidden_size": 64}, "architectures"),
     ({"model_type": "mamba", "hidden_size": 64}, "model_type"),
     ({"model_type": "llama", "layer_types": ["linear_attention", "full_attention"]}, "layer_types"),
-    (DEEPSEEK_V32, "index_topk"),
-    (_strip(DEEPSEEK_V32, "index_topk"), "index_head_dim"),
+    # the V3.2 indexer without MLA: vLLM builds it only beside MLA
+    (_strip(DEEPSEEK_V32, "kv_lora_rank"), "index_topk"),
     ({**model_catalog()["deepseek-v3"].config, "architectures": ["DeepseekV4ForCausalLM"]}, "architectures"),
 ])
 def test_unmodelled_architectures_are_refused_by_field(cfg, field):
@@ -80,8 +80,15 @@ def test_state_space_refusal_says_what_vllm_does():
     assert "MambaSpec" in msg and "num_attention_heads" not in msg
     msg = str(pytest.raises(UnsupportedArchitectureError, parse_config, QWEN3_5_MOE, "q").value)
     assert "linear-attention" in msg and "Qwen3-Next (qwen3_next)" in msg
-    msg = str(pytest.raises(UnsupportedArchitectureError, parse_config, DEEPSEEK_V32, "d").value)
-    assert "indexer" in msg and "DeepseekV32IndexerCache" in msg
+
+
+def test_deepseek_v32_indexer_is_read_beside_mla():
+    mla = parse_config(DEEPSEEK_V32, "d").mla
+    assert mla.sparse and (mla.index_head_dim, mla.index_n_heads) == (128, 64)
+    # vLLM builds the indexer when the config has index_topk (deepseek_v2.py is_v32)
+    assert not parse_config(_strip(DEEPSEEK_V32, "index_topk"), "d").mla.sparse
+    with pytest.raises(ModelConfigError, match="'index_head_dim'"):
+        parse_config(_strip(DEEPSEEK_V32, "index_head_dim"), "d")
 
 
 def test_chunked_layer_types_outside_llama4_are_refused():
@@ -94,7 +101,8 @@ def test_chunked_layer_types_outside_llama4_are_refused():
 
 @pytest.mark.parametrize("cfg,field", [
     (NEMOTRON_H, "hybrid_override_pattern"), (MAMBA2, "state_size"),
-    (QWEN3_5_MOE, "full_attention_interval"), (JAMBA, "attn_layer_period"), (DEEPSEEK_V32, "index_topk"),
+    (QWEN3_5_MOE, "full_attention_interval"), (JAMBA, "attn_layer_period"),
+    (_strip(DEEPSEEK_V32, "kv_lora_rank"), "index_topk"),
 ])
 def test_cli_refuses_in_one_line(cli, tmp_path, cfg, field):
     path = tmp_path / "config.json"

@@ -7,7 +7,10 @@ import math
 
 import pytest
 
+from vllm_eks import attention
+from vllm_eks.catalog import resolve_model
 from vllm_eks.errors import InvalidOptionError
+from vllm_eks.hardware import instance_catalog
 from vllm_eks.planner import make_plan
 from vllm_eks.request import PlanRequest
 
@@ -96,3 +99,25 @@ def test_unknown_gpu_generation_uses_vllms_default() -> None:
 def test_cli_refusal_is_one_line(cli) -> None:
     r = cli("plan", "--model", "deepseek-v3", "--instance", "p5.48xlarge", "--block-size", "8")
     assert r.exit_code == 1 and r.stderr.count("\n") == 1 and "--block-size 8" in r.stderr, r.stderr
+
+
+# DeepSeek-V3.2 (sparse MLA + indexer): the sparse backend vLLM selects, always block 64 (the
+# indexer's backend takes only 64 on CUDA)
+SPARSE_EXPECTED = {
+    ("p5.48xlarge", "auto"): "FLASH_ATTN_MLA_SPARSE", ("p5.48xlarge", "fp8"): "FLASHMLA_SPARSE",
+    ("p6-b200.48xlarge", "auto"): "FLASHMLA_SPARSE", ("p6-b200.48xlarge", "fp8"): "FLASHINFER_MLA_SPARSE",
+}
+
+
+@pytest.mark.parametrize(("instance", "kv"), sorted(SPARSE_EXPECTED))
+def test_sparse_mla_block_size_and_backend(instance, kv):
+    hw = instance_catalog()[instance]
+    rule = attention.block_size(resolve_model("deepseek-v3.2").architecture, hw.gpu, hw.compute_capability, kv, None)
+    assert (rule.block_size, rule.backend) == (64, SPARSE_EXPECTED[(instance, kv)])
+    with pytest.raises(InvalidOptionError, match="--block-size 32"):
+        attention.block_size(resolve_model("deepseek-v3.2").architecture, hw.gpu, hw.compute_capability, kv, 32)
+
+
+def test_sparse_mla_on_custom_hardware_takes_the_indexer_block_size():
+    rule = attention.block_size(resolve_model("deepseek-v3.2").architecture, "custom", None, "auto", None)
+    assert rule.block_size == 64 and rule.backend is None

@@ -12,7 +12,7 @@ from vllm_eks.weights import total_parameters
 REQUIRED = ["llama-3.1-8b-instruct", "llama-3.1-70b-instruct", "llama-3.1-405b-instruct",
             "llama-3.3-70b-instruct", "qwen2.5-0.5b-instruct", "qwen2.5-7b-instruct", "qwen2.5-72b-instruct",
             "qwen3-8b", "qwen3-32b", "qwen3-235b-a22b", "mixtral-8x7b-instruct", "mistral-7b-instruct",
-            "deepseek-v3", "gpt-oss-120b", "gemma-3-27b-it"]
+            "deepseek-v3", "deepseek-v3.2", "gpt-oss-120b", "gemma-3-27b-it"]
 
 
 def test_catalog_covers_the_required_models():
@@ -31,6 +31,8 @@ def test_parameter_count_matches_published(mid):
 
 def test_kinds_of_attention():
     assert resolve_model("deepseek-v3").architecture.mla is not None
+    assert not resolve_model("deepseek-v3").architecture.mla.sparse
+    assert resolve_model("deepseek-v3.2").architecture.mla.sparse
     assert resolve_model("gpt-oss-120b").architecture.has_sliding_window
     assert resolve_model("gemma-3-27b-it").architecture.has_sliding_window
     assert resolve_model("qwen3-235b-a22b").architecture.moe is not None

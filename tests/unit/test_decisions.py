@@ -164,8 +164,10 @@ def test_disaggregated_needs_efa(cli):
 
 
 def test_async_scheduling_changes_sliding_window_capacity_only(plan_json):
-    on = plan_json("--model", "gpt-oss-120b", "--instance", "p5.48xlarge")
-    off = plan_json("--model", "gpt-oss-120b", "--instance", "p5.48xlarge", "--no-async-scheduling")
+    # the same context on both, so the capacities compare
+    on = plan_json("--model", "gpt-oss-120b", "--instance", "p5.48xlarge", "--max-model-len", "32768")
+    off = plan_json("--model", "gpt-oss-120b", "--instance", "p5.48xlarge", "--no-async-scheduling",
+                    "--max-model-len", "32768")
     # one step in flight instead of two: a sliding group needs fewer blocks per request
     assert off["max_concurrency"] > on["max_concurrency"]
     assert "--no-async-scheduling" in off["engine_args"] and "--no-async-scheduling" not in on["engine_args"]
