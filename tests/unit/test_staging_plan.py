@@ -112,3 +112,10 @@ def test_local_config_has_no_repo_to_stage(cli, tmp_path) -> None:
 ])
 def test_values_errors_name_the_flags(cli, tmp_path, args, needles) -> None:
     one_line_error(cli("values", *BASE, "--out", str(tmp_path / "out"), *args), *needles)
+
+
+def test_plan_json_round_trip_keeps_the_staging_section() -> None:
+    from vllm_eks.plan import Plan
+    p = plan(stage="pvc:fsx-models", model_source="/fsx/qwen", stage_revision="v1.0")
+    back = Plan.from_summary(p.json_summary())
+    assert back.staging.model_dump() == p.staging.model_dump() and back.staging.staging_revision == "v1.0"
