@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.harness import helm, pod_security
+from tests.harness import checkov, helm, pod_security
 from tests.render.case_checks import assert_valid_for_every_minor, restricted_problems
 from tests.render.test_cache_render import server_pods
 from tests.render.test_routing_render import CHART, FULLNAME, MULTI, NAMESPACE, RAY, RELEASE, SINGLE
@@ -77,6 +77,16 @@ def test_every_pod_passes_restricted(case: str) -> None:
     assert any("staging" in what for what in pods), pods
     problems = restricted_problems(objects)
     assert not problems, "\n".join(problems)
+
+
+def test_checkov_passes_every_case_with_reasoned_skips() -> None:
+    texts = {case: helm.template_text(CHART, [f], set_values=sv, release=RELEASE, namespace=NAMESPACE)
+             for case, (f, sv) in CASES.items()}
+    result = checkov.scan(texts)
+    assert result.resource_count > 0 and not result.parsing_errors and not result.failed_checks, (
+        f"{result.summary()}\n{result.failures_text()}")
+    staging_skips = [f for f in result.skipped_checks if "staging" in str(f)]
+    assert staging_skips and all(f.reason and f.reason != checkov.NO_REASON for f in result.skipped_checks)
 
 
 @pytest.mark.parametrize("case", list(CASES))
