@@ -7,7 +7,8 @@ Target pvc (a folder standing in for the claim): the first run is killed (SIGKIL
 or the deadline would) while the large file is part-way; the second run skips the finished files,
 continues the large one with a Range request from the byte the first run reached (the stand-in
 sends only the rest), ends with the repo's sha256 for every file and writes the marker; a third
-run fetches nothing. Progress lines appear in the log. The servers' wait init container, run as
+run fetches nothing; a new revision that changed one file without changing its size fetches that
+file only. Progress lines appear in the log. The servers' wait init container, run as
 rendered: still waiting before the marker exists, done after.
 
 Target s3, against moto's S3 server (tools/engine-setup.sh builds it; the engine venv has boto3
@@ -120,7 +121,7 @@ def test_staging_to_a_claim_resumes_after_a_kill(engine: EngineVenv, tmp_path: P
     st = Staging(engine, tmp_path, PVC_VALUES, endpoint, {})
     dest = st.claim / REPO
     assert st.env["STAGE_DIR"] == str(dest)
-    part = dest / ".vllm-eks-staging" / "partial" / (BIG + ".part")
+    part = dest / ".vllm-eks-staging" / "partial" / f"{BIG}.{hashlib.sha256(files[BIG]).hexdigest()[:16]}.part"
     try:
         log1 = tmp_path / "run1.log"
         kept = _kill_part_way(st.start(log1), part, len(files[BIG]), log1)
@@ -155,6 +156,18 @@ def test_staging_to_a_claim_resumes_after_a_kill(engine: EngineVenv, tmp_path: P
         assert st.start(log3).wait(timeout=120) == 0, log3.read_text()
         assert "already staged" in log3.read_text() and not fake.sent, (log3.read_text(), fake.sent)
 
+        # a new revision whose tokenizer.json changed but kept its size: only that file is fetched again
+        fake.sha = "fedcba9876543210fedcba9876543210fedcba98"
+        old = fake.files["tokenizer.json"]
+        fake.files = {**fake.files, "tokenizer.json": old.replace(b"1.0", b"2.0")}
+        assert len(fake.files["tokenizer.json"]) == len(old) and fake.files["tokenizer.json"] != old
+        fake.ranges.clear()
+        log5 = tmp_path / "run5.log"
+        assert st.start(log5).wait(timeout=120) == 0, log5.read_text()
+        assert fake.ranges == [("tokenizer.json", 0)], (fake.ranges, log5.read_text())
+        assert (dest / "tokenizer.json").read_bytes() == fake.files["tokenizer.json"]
+        assert json.loads((dest / MARKER).read_text())["commit"] == fake.sha
+
         # a wrong token: one FAIL line, exit 78 (the Job's podFailurePolicy fails the Job at once)
         bad = Staging(engine, tmp_path / "bad", PVC_VALUES, endpoint, {})
         bad.env["HF_TOKEN"] = "hf_wrong"
@@ -167,8 +180,9 @@ def test_staging_to_a_claim_resumes_after_a_kill(engine: EngineVenv, tmp_path: P
     total = sum(len(d) for d in files.values())
     REPORT.note(f"staging (pvc): run 1 killed with {kept} of {len(files[BIG])} bytes of {BIG}; run 2 fetched "
                 f"{sum(second.values())} of {total} bytes, {BIG} from byte {kept}; sha256 of all {len(files)} files "
-                f"match; run 3 fetched 0; {len(progress)} progress lines, e.g. {progress[-1]!r}; the wait init "
-                "container waited before the marker and passed after it")
+                f"match; run 3 fetched 0; a new revision with a same-size changed file fetched only that file; "
+                f"{len(progress)} progress lines, e.g. {progress[-1]!r}; the wait init container waited before the "
+                "marker and passed after it")
 
 
 # Lists the bucket with the image's boto3: key -> [size, sha256].
@@ -210,7 +224,8 @@ def test_staging_to_s3_skips_uploaded_objects(engine: EngineVenv, tmp_path: Path
             assert time.monotonic() < deadline and moto.poll() is None, (tmp_path / "moto.log").read_text()
             time.sleep(0.5)
         log1 = tmp_path / "s3-run1.log"
-        kept = _kill_part_way(st.start(log1), scratch / "partial" / (BIG + ".part"), len(files[BIG]), log1)
+        kept = _kill_part_way(st.start(log1), scratch / "partial" / f"{BIG}.{hashlib.sha256(files[BIG]).hexdigest()[:16]}.part",
+                              len(files[BIG]), log1)
         before = _objects(engine, st.env)
         assert f"{REPO}/{BIG}" not in before and f"{REPO}/{MARKER}" not in before, before
         uploaded = {k.removeprefix(REPO + "/") for k in before}

@@ -9,10 +9,13 @@ interrupted copy of a 10 GB shard starts again from byte 0. Here huggingface_hub
 (HfApi.model_info with file sizes and LFS hashes), builds the URLs and the auth headers (HF_TOKEN
 or HF_TOKEN_PATH) and gives the HTTP client; the ranged download and its resume are this file's.
 
-Resume: a file is fetched into <state>/partial/<name>.part and renamed into place only once its
-size (and, for LFS files, sha256) is right, so a file at its final name is complete and skipped
-by size; a .part left by an interrupted run is continued with an HTTP Range request. For S3, an
-object whose size matches is skipped; a file is fetched to the scratch directory, then uploaded.
+Resume: a file is fetched into <state>/partial/<name>.<blob>.part (<blob>: the start of its LFS
+sha256 or git blob id, so a part of another revision is never continued) and renamed into place
+only once its size (and, for LFS files, sha256) is right, with a record of its blob id beside it;
+a file at its final name with the right size and blob record is complete and skipped; a .part
+left by an interrupted run is continued with an HTTP Range request. For S3, an object whose size
+matches (and whose hf-blob metadata, when set, names the same blob) is skipped; a file is fetched
+to the scratch directory, then uploaded.
 When every file is in place, the marker <dest>/.vllm-eks-staged (JSON: repo, revision, commit)
 is written last: the servers' init container waits for it.
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -68,6 +72,10 @@ class RepoFile:
     name: str
     size: int
     sha256: str | None
+    blob: str  # LFS sha256, else the git blob id: what identifies this revision's content
+
+    def part_name(self) -> str:
+        return f"{self.name}.{self.blob[:16]}.part"
 
 
 def human(n: float) -> str:
@@ -125,7 +133,11 @@ def list_repo(repo: str, revision: str) -> tuple[str, list[RepoFile]]:
         fail(f"{repo} has no revision {revision!r} (staging.revision)", EXIT_CONFIG)
     except RepositoryNotFoundError:
         fail(f"{repo} not found, or private without a valid token (staging.repo, the token Secret)", EXIT_CONFIG)
-    files = [RepoFile(s.rfilename, int(s.size or 0), s.lfs.sha256 if s.lfs else None) for s in info.siblings or []]
+    files = []
+    for s in info.siblings or []:
+        # the Hub lists a blob id for every file with files_metadata; hashing name and size stands in otherwise
+        blob = (s.lfs.sha256 if s.lfs else s.blob_id) or hashlib.sha1(f"{s.rfilename}:{s.size}".encode()).hexdigest()
+        files.append(RepoFile(s.rfilename, int(s.size or 0), s.lfs.sha256 if s.lfs else None, blob))
     if not files:
         fail(f"{repo}@{revision} lists no files", EXIT_CONFIG)
     return str(info.sha), files
@@ -136,7 +148,8 @@ def fetch(repo: str, commit: str, f: RepoFile, part: Path, progress: Progress) -
     from huggingface_hub import get_session, hf_hub_url
     from huggingface_hub.utils import build_hf_headers, hf_raise_for_status
     part.parent.mkdir(parents=True, exist_ok=True)
-    have = part.stat().st_size if part.exists() else 0
+    part.touch(exist_ok=True)  # an empty file has nothing to fetch but is still staged
+    have = part.stat().st_size
     if have > f.size:
         part.unlink()
         have = 0
@@ -192,16 +205,27 @@ class PvcTarget:
         self.root = root
         self.state = root / STATE_DIR
 
+    def _record(self, f: RepoFile) -> Path:
+        return self.state / "done" / (f.name + ".blob")
+
     def present(self, f: RepoFile) -> bool:
-        path = self.root / f.name
-        return path.is_file() and path.stat().st_size == f.size
+        path, record = self.root / f.name, self._record(f)
+        return (path.is_file() and path.stat().st_size == f.size and record.is_file()
+                and record.read_text() == f.blob)
 
     def copy(self, repo: str, commit: str, f: RepoFile, progress: Progress) -> None:
-        part = self.state / "partial" / (f.name + ".part")
+        part = self.state / "partial" / f.part_name()
         fetch(repo, commit, f, part, progress)
-        dest = self.root / f.name
+        dest, record = self.root / f.name, self._record(f)
         dest.parent.mkdir(parents=True, exist_ok=True)
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.unlink(missing_ok=True)  # no record names a file while it is being replaced
         os.replace(part, dest)
+        record.write_text(f.blob)
+        other = re.compile(re.escape(Path(f.name).name) + r"\.[0-9a-f]{16}\.part")
+        for stale in part.parent.iterdir():  # parts of this file from other revisions
+            if other.fullmatch(stale.name):
+                stale.unlink(missing_ok=True)
 
     def marker(self) -> dict | None:
         path = self.root / MARKER
@@ -229,26 +253,31 @@ class S3Target:
     def key(self, name: str) -> str:
         return f"{self.prefix}/{name}" if self.prefix else name
 
-    def _size(self, key: str) -> int | None:
+    def _head(self, key: str) -> dict | None:
         from botocore.exceptions import ClientError
         try:
-            return int(self.s3.head_object(Bucket=self.bucket, Key=key)["ContentLength"])
+            return self.s3.head_object(Bucket=self.bucket, Key=key)
         except ClientError as e:
             if e.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
                 return None
             raise
 
     def present(self, f: RepoFile) -> bool:
-        return self._size(self.key(f.name)) == f.size
+        head = self._head(self.key(f.name))
+        if head is None or int(head["ContentLength"]) != f.size:
+            return False
+        blob = head.get("Metadata", {}).get("hf-blob")
+        return blob is None or blob == f.blob  # an object uploaded by other means: its size decides
 
     def copy(self, repo: str, commit: str, f: RepoFile, progress: Progress) -> None:
-        part = self.scratch / "partial" / (f.name + ".part")
+        part = self.scratch / "partial" / f.part_name()
         fetch(repo, commit, f, part, progress)
-        self.s3.upload_file(str(part), self.bucket, self.key(f.name), Config=self.config)
+        self.s3.upload_file(str(part), self.bucket, self.key(f.name), Config=self.config,
+                            ExtraArgs={"Metadata": {"hf-blob": f.blob}})
         part.unlink()
 
     def marker(self) -> dict | None:
-        if self._size(self.key(MARKER)) is None:
+        if self._head(self.key(MARKER)) is None:
             return None
         body = self.s3.get_object(Bucket=self.bucket, Key=self.key(MARKER))["Body"].read()
         return json.loads(body)
