@@ -119,3 +119,8 @@ def test_plan_json_round_trip_keeps_the_staging_section() -> None:
     p = plan(stage="pvc:fsx-models", model_source="/fsx/qwen", stage_revision="v1.0")
     back = Plan.from_summary(p.json_summary())
     assert back.staging.model_dump() == p.staging.model_dump() and back.staging.staging_revision == "v1.0"
+
+
+def test_plan_summary_names_the_staging_job(cli) -> None:
+    r = cli("plan", *BASE, "--stage", "pvc", "--model-source", "/models/qwen")
+    assert r.exit_code == 0 and "staging Job" in r.stdout and "Qwen/Qwen2.5-7B-Instruct@main" in r.stdout, r.stdout
