@@ -79,6 +79,8 @@ def test_every_server_container_checks_its_image_contract_first(case) -> None:
     (cm,) = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("-scripts")]
     shipped = {p.name: p.read_text() for p in (CHART / "files" / "contracts").glob("*.sh")}
     shipped |= {p.name: p.read_text() for p in (CHART / "files" / "probes").glob("*.py")}
+    if (values.get("staging") or {}).get("enabled"):  # the staging Job's copy script (staging-job.yaml)
+        shipped |= {p.name: p.read_text() for p in (CHART / "files" / "staging").glob("*.py")}
     assert cm["data"] == shipped, "the ConfigMap ships exactly the chart's script files"
     for spec, c in servers:
         mounts = {m["name"]: m for m in c["volumeMounts"]}
