@@ -40,13 +40,13 @@ def _pod_specs(node: Any) -> Iterator[dict[str, Any]]:
 
 
 def _servers(objects: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(pod spec, container) of every model-server container (helm test pods and the benchmark
-    Job, a client, excluded)."""
+    """(pod spec, container) of every model-server container (helm test pods, the benchmark Job, a
+    client, and the staging Job, which runs no server, excluded)."""
     out = []
     for obj in objects:
         if "helm.sh/hook" in (obj.get("metadata", {}).get("annotations") or {}):
             continue
-        if (obj.get("metadata", {}).get("labels") or {}).get("app.kubernetes.io/component") == "benchmark":
+        if (obj.get("metadata", {}).get("labels") or {}).get("app.kubernetes.io/component") in ("benchmark", "staging"):
             continue
         for spec in _pod_specs(obj.get("spec", {})):
             out += [(spec, c) for c in spec["containers"]]
