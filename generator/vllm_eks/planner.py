@@ -15,6 +15,7 @@ from .request import PlanRequest
 from .routing_plan import routing_plan
 from .errors import InvalidOptionError
 from .sizing import size_pod
+from .staging import plan_staging
 
 
 def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_seqs_why: str = "") -> Plan:
@@ -54,6 +55,15 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
             f"storage, and the {dec.hw.name} pool ({'--hardware-name' if req.hardware_name else '--instance'}) has none ({_no_raid0_reason(dec.hw.local_nvme_gb)}): "
             "use --cache pvc or --cache emptydir")
     slo = default_slos(dec.a, dec.hw, tp, pp, b.weights_total, max_len)
+    staging = None
+    if req.stage is None:
+        given = [f for f, v in (("--stage-revision", req.stage_revision), ("--stage-bandwidth-mib-s", req.stage_bandwidth_mib_s))
+                 if v is not None]
+        if given:
+            raise InvalidOptionError(f"{', '.join(given)}: only with --stage")
+    else:
+        staging = plan_staging(req.stage, req.stage_revision or "main", dec.model.entry.hf_repo if dec.model.entry else None,
+                               source, b.weights_total, req.stage_bandwidth_mib_s)
     return Plan(model=dec.model.id, model_source=source, served_model_name=dec.served_model_name,
                 instance=dec.hw.name, topology=topology, node=node_plan(dec.hw, pp > 1), layout=layout,
                 memory=memory, engine=engine, pod=pod, pool=pool, slo=slo, cost=plan_cost(dec.hw, pp, tp),
@@ -61,7 +71,7 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
                 quota=plan_quota(instance=dec.hw.name, vcpus_per_node=dec.hw.vcpu, gpus_per_node=dec.hw.gpus_per_node,
                                  topology=topology, layout=layout, pool=pool, serve=serve, prefill=prefill,
                                  decode=decode),
-                serve_autoscaling=serve, prefill=prefill, decode=decode, measured=measured)
+                serve_autoscaling=serve, prefill=prefill, decode=decode, measured=measured, staging=staging)
 
 
 def _no_raid0_reason(local_nvme_gb: int) -> str:

@@ -40,6 +40,12 @@ def summary_rows(p: Plan) -> list[tuple[str, str]]:
     ]
     if p.quota is not None:
         rows.append(("EC2 vCPU quota", quota.summary(p.quota)))
+    if p.staging is not None:
+        s = p.staging
+        where = s.staging_s3_uri or (f"claim {s.staging_claim_name}" if s.staging_claim_name
+                                     else f"a {gib(s.staging_claim_bytes or 0)} claim the chart creates")
+        rows.append(("staging Job", f"{s.staging_repo}@{s.staging_revision} -> {where}; ~{s.staging_copy_seconds} s, "
+                                    f"deadline {s.staging_deadline_seconds} s"))
     return rows
 
 

@@ -76,6 +76,12 @@ class PlanRequest(BaseModel):
         default=None, description="Memory quantity kept on every GPU node for DaemonSets (default: sizing.py)")
     max_nodes_per_replica: int | None = Field(default=None, description=(
         "Most machines one model copy may span (pipeline stages); 1 forbids multi-node"))
+    stage: str | None = Field(default=None, max_length=1024, description=(
+        "Staging Job target: s3://BUCKET/PREFIX, pvc (a claim the chart creates) or pvc:CLAIM (staging.py)"))
+    stage_revision: str | None = Field(default=None, min_length=1, max_length=256, pattern=r"^[^\s]+$",
+                                description="Branch, tag or commit of the repo the staging Job copies (default main)")
+    stage_bandwidth_mib_s: float | None = Field(default=None, gt=0, description=(
+        "Download rate of the staging Job for its deadline (default: staging.py)"))
     served_model_name: str | None = Field(default=None, max_length=256)
     model_source: str | None = Field(default=None, max_length=MAX_MODEL_ARG,
                                      description="Override of what vLLM loads (s3://..., /models/...)")

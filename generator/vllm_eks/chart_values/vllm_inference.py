@@ -22,6 +22,8 @@ from .base import (DNS1123_LABEL, DNS1123_SUBDOMAIN, IMAGE_TAG, INT32_MAX, OPTIO
                    ValuesModel)
 from .options import ValuesOptions, efa_zone
 from .benchmark import Benchmark
+from .hf_token import SECRET_KEY, TokenSecret  # noqa: F401 (SECRET_KEY: observability.py reads it here)
+from .staging import Staging, staging_pvc, staging_values
 from .routing import ApiKey, RayRequestRouter, Routing
 from .routing_builder import api_key_values, check_routing, routing_values
 from ..units import bytes_quantity, cpu_quantity
@@ -77,8 +79,6 @@ MASTER_PORT = 29501
 # as ray (1000), so a non-root id must be given; >= 10000 keeps it clear of image and node users.
 NON_ROOT_ID = 10001
 
-# Characters a Secret data key may contain (Kubernetes: [-._a-zA-Z0-9]+).
-SECRET_KEY = r"^[-._a-zA-Z0-9]+$"
 ENV_NAME = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
 INT_OR_PERCENT = r"^[0-9]+%$"
 # A volumeMount subPath the API server accepts: a relative path, no element "..".
@@ -113,19 +113,6 @@ class TestImage(Image):
 
 class LocalObjectReference(ValuesModel):
     name: str = Field(pattern=DNS1123_SUBDOMAIN, description="Name of an existing Secret in the release namespace")
-
-
-class TokenSecret(ValuesModel):
-    name: str = Field("", pattern=OPTIONAL_DNS1123_SUBDOMAIN, description=(
-        "Existing Secret holding the Hugging Face token; empty for public models. The token "
-        "itself never goes into values"))
-    key: str = Field("HF_TOKEN", pattern=SECRET_KEY, description="Key of the token inside that Secret")
-    mount_as: Literal["env", "file"] = Field("env", description=(
-        "env: HF_TOKEN from secretKeyRef. file: the key mounted read-only and HF_TOKEN_PATH "
-        "pointing at it (keeps the token out of the process environment)"))
-    optional: bool = Field(True, description=(
-        "true: the pod starts without that Secret (public models need no token). false: a missing "
-        "Secret keeps the pod from starting (CreateContainerConfigError), for gated models"))
 
 
 class HuggingFace(ValuesModel):
@@ -673,6 +660,9 @@ class VllmInferenceValues(ValuesModel):
     service_account: ServiceAccount = Field(default_factory=ServiceAccount, description="ServiceAccount of the pods")
     pod_disruption_budget: PodDisruptionBudget = Field(default_factory=PodDisruptionBudget, description="PodDisruptionBudget")
     test: HelmTest = Field(default_factory=HelmTest, description="helm test smoke request")
+    staging: Staging = Field(default_factory=Staging, description=(
+        "Staging Job: copy a Hugging Face repo once into S3 or a PersistentVolumeClaim (resumable, progress in "
+        "its log); the server pods wait for its marker"))
     benchmark: Benchmark = Field(default_factory=Benchmark, description=(
         "Benchmark sweep: `vllm bench serve` per concurrency level against the release's Service, as a "
         "Job or a helm test"))
@@ -703,6 +693,9 @@ def _model(plan: Plan, options: ValuesOptions) -> Model:
         raise VllmEksError(f"--model-source-kind s3 needs an s3:// model source, the Plan has {source!r}")
     if kind != "s3" and source.startswith("s3://"):
         raise VllmEksError(f"model source {source!r} is an s3:// URI: use --model-source-kind s3")
+    if kind == "pvc" and plan.staging is not None and plan.staging.staging_target == "pvc":
+        # the servers load the staged copy: the staging claim (--stage pvc[:CLAIM], --pvc-name)
+        options = options.model_copy(update={"pvc_name": staging_pvc(plan, options).claim_name})
     _check_source_flags(kind, options)
     mount = options.pvc_mount_path.rstrip("/") or "/"
     if kind in ("pvc", "fsx", "mountpoint-s3") and not (source == mount or source.startswith(mount + "/")):
@@ -801,6 +794,7 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
                               instance_type=plan.instance, zone=efa_zone(plan.pod.efa_devices_per_pod, options)),
         service_account=ServiceAccount(annotations=annotations),
         cache=_cache(plan, options),
+        staging=staging_values(plan, options),
     )
     if plan.pod.efa_devices_per_pod > 0 and plan.topology in ("single-node", "multi-node"):
         # NCCL reaches EFA only through aws-ofi-nccl, which the upstream image lacks.
