@@ -178,6 +178,12 @@ def _is_bench_client(container: dict[str, Any]) -> bool:
     return "vllm bench serve" in text and not re.search(r"(^|[\s;&|])vllm serve\b", text)
 
 
+def _is_staging_copy(container: dict[str, Any]) -> bool:
+    """The staging Job's container: the vLLM image running the weight copy script, never `vllm serve`."""
+    words = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+    return any(w.endswith("/stage_weights.py") for w in words) and "serve" not in words
+
+
 def _role(obj: dict[str, Any], path: str) -> str:
     labels = obj.get("metadata", {}).get("labels") or {}
     component = labels.get("app.kubernetes.io/component", "")
@@ -253,7 +259,8 @@ def serve_invocations(scenario: str, objects: list[dict[str, Any]]) -> list[Serv
                 if args is not None:
                     found.append(ServeInvocation(scenario, where, _role(obj, path), tuple(args), spec, obj))
                 elif _looks_like_vllm(container) and not _is_ray_worker(container) \
-                        and not _is_bench_client(container) and obj.get("kind") != "RayService":
+                        and not _is_bench_client(container) and not _is_staging_copy(container) \
+                        and obj.get("kind") != "RayService":
                     raise ExtractionError(
                         f"{scenario}: {where} runs vLLM but no `vllm serve` arguments were found "
                         f"in command={container.get('command')} args={container.get('args')}")
