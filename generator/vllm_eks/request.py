@@ -80,7 +80,7 @@ class PlanRequest(BaseModel):
         "Staging Job target: s3://BUCKET/PREFIX, pvc (a claim the chart creates) or pvc:CLAIM (staging.py)"))
     stage_revision: str | None = Field(default=None, min_length=1, max_length=256, pattern=r"^[^\s]+$",
                                 description="Branch, tag or commit of the repo the staging Job copies (default main)")
-    stage_bandwidth_mib_s: float | None = Field(default=None, gt=0, description=(
+    stage_bandwidth_mib_s: float | None = Field(default=None, gt=0, le=MAX_RATE_MIB_S, description=(
         "Download rate of the staging Job for its deadline (default: staging.py)"))
     served_model_name: str | None = Field(default=None, max_length=256)
     model_source: str | None = Field(default=None, max_length=MAX_MODEL_ARG,

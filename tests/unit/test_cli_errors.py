@@ -82,6 +82,8 @@ CASES = [
     ("load bandwidth zero", [*M8, *G6E, "--load-bandwidth-mib-s", "0"], "--load-bandwidth-mib-s"),
     ("load bandwidth beyond float range", [*M8, *G6E, "--load-bandwidth-mib-s", "1e309"], "--load-bandwidth-mib-s"),
     ("cache read rate too large", [*M8, *G6E, "--cache-read-mib-s", "1.7e302"], "--cache-read-mib-s"),
+    ("staging rate too large", [*M8, *G6E, "--stage", "pvc", "--model-source-kind", "pvc", "--model-source",
+                                "/models/m", "--stage-bandwidth-mib-s", "1e308"], "--stage-bandwidth-mib-s"),
 ]
 
 CONFIG_CASES = [
