@@ -138,3 +138,29 @@ def test_unmodelled_types_are_refused_by_name_in_one_line(instance, needle):
     out = CliRunner().invoke(main, ["plan", "--model", "llama-3.1-8b-instruct", "--instance", instance])
     err = one_line_error(out, instance, needle, "g4dn, g5, g6")
     assert "not in the catalog" not in err
+
+
+def _plan(model: str, instance: str) -> dict:
+    out = CliRunner().invoke(main, ["plan", "--model", model, "--instance", instance, "--json"])
+    assert out.exit_code == 0, out.output
+    return json.loads(out.output)
+
+
+@pytest.mark.parametrize("model", ["deepseek-v3", "gpt-oss-120b", "llama-3.1-70b-instruct"])
+def test_b300_follows_vllms_sm10_rules_as_b200_does(model):
+    """vLLM takes SM 10.3 through the same SM 10.x paths as B200 (platforms/cuda.py backend
+    priorities by major 10, is_device_capability_family(100) for the MLA and MXFP4 backends):
+    block size, backend, capture size and packed layouts match; only the memory differs."""
+    b200, b300 = _plan(model, "p6-b200.48xlarge"), _plan(model, "p6-b300.48xlarge")
+    assert b300["block_size"] == b200["block_size"] and b300["dtype"] == b200["dtype"] == "bfloat16"
+    d200 = {d["key"]: d for d in b200["derivations"]}
+    d300 = {d["key"]: d for d in b300["derivations"]}
+    for key in ("block_size",):
+        assert d300[key]["formula"].replace("b300 (SM 10.3)", "b200 (SM 10.0)") == d200[key]["formula"]
+    assert b300["kv_cache_blocks"] > b200["kv_cache_blocks"]
+
+
+def test_t4_mla_model_gets_triton_mla_blocks():
+    plan = _plan("deepseek-v3", "g4dn.metal")
+    block = next(d for d in plan["derivations"] if d["key"] == "block_size")
+    assert plan["block_size"] == 16 and "TRITON_MLA" in block["formula"] and plan["dtype"] == "float16"
