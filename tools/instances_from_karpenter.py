@@ -30,7 +30,7 @@ CATALOG = ROOT / "generator" / "vllm_eks" / "data" / "instances.csv"
 PUBLISHED = ROOT / "tests" / "unit" / "data" / "karpenter_allocatable.csv"
 
 # The NVIDIA families the catalog models (every size of each), in the order they are listed.
-FAMILIES = ("g4dn", "g5", "g6", "g6e", "gr6", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300")
+FAMILIES = ("g4dn", "g5", "g6", "g6e", "gr6", "g7e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300")
 # Non-CUDA accelerators kept as rows (the catalog skips them; the CLI says why).
 NEURON = {"trn1.32xlarge": ("trainium", "NeuronLink"), "inf2.48xlarge": ("inferentia2", "NeuronLink-v2")}
 
@@ -38,7 +38,7 @@ NEURON = {"trn1.32xlarge": ("trainium", "NeuronLink"), "inf2.48xlarge": ("infere
 NVIDIA_SMI_MIB = {("t4", 16384): 15360, ("a10g", 22888): 23028, ("l4", 22888): 23034,
                   ("l40s", 45776): 46068, ("a100", 40960): 40960, ("a100", 81920): 81920,
                   ("h100", 81920): 81559, ("h200", 144384): 143771, ("b200", 183359): 183359,
-                  ("b300", 275040): 275040}
+                  ("b300", 275040): 275040, ("rtx-pro-server-6000", 98304): 97887}
 INTERCONNECT = {"p4d": "NVSwitch NVLink3 600GB/s", "p4de": "NVSwitch NVLink3 600GB/s",
                 "p5": "NVSwitch NVLink4 900GB/s", "p5e": "NVSwitch NVLink4 900GB/s",
                 "p5en": "NVSwitch NVLink4 900GB/s", "p6-b200": "NVSwitch NVLink5 1.8TB/s",

@@ -140,7 +140,7 @@ def block_size(arch: Architecture, gpu: str, compute_capability: tuple[int, int]
     if not running:   # dense: TRITON_MLA / TRITON_ATTN run everywhere; sparse MLA needs SM 9.x or 10.x
         raise InvalidOptionError(
             f"--instance: no vLLM 0.32 attention backend for a {kind} model on {gpu} (SM {cc}): "
-            f"{', '.join(b.name for b in order)} run on SM 9.x/10.x only; use an H100, H200 or B200 instance")
+            f"{', '.join(b.name for b in order)} run on SM 9.x/10.x only; use an H100, H200, B200 or B300 instance")
     first = running[0]
     if pinned:
         taking = [b for b in running if b.accepts(pinned)]

@@ -117,7 +117,8 @@ _NOT_MODELLED: tuple[tuple[tuple[str, ...], str], ...] = (
     (("p6e-gb",), "a Grace Blackwell UltraServer node (arm64 Grace CPUs, GPUs joined across nodes by NVLink, "
                   "sold as UltraServer capacity): not modelled"),
     (("g5g",), "a Graviton (arm64) instance with T4G GPUs: not modelled"),
-    (("g7", "g7e"), "an RTX PRO Blackwell (SM 12.x) instance: not modelled yet"),
+    (("g7",), "an RTX PRO 4500 Blackwell instance: not modelled yet (no public nvidia-smi or CUDA total for "
+               "its GPU, and no on-demand price in the pricing table)"),
     (("p3", "p3dn", "p2", "g3", "g4"), "a GPU generation before Turing or outside the catalog: not modelled"),
 )
 

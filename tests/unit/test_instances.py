@@ -23,7 +23,7 @@ from vllm_eks.node_allocatable import allocatable
 from vllm_eks.units import MIB, quantity_bytes, quantity_millicores
 
 PUBLISHED = Path(__file__).parent / "data" / "karpenter_allocatable.csv"
-FAMILIES = {"g4dn", "g5", "g6", "g6e", "gr6", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300"}
+FAMILIES = {"g4dn", "g5", "g6", "g6e", "gr6", "g7e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300"}
 
 
 def _rows() -> list[dict]:
@@ -56,7 +56,7 @@ def test_every_size_of_every_modelled_family_is_catalogued():
     assert len(cat) >= 40
     assert {n.split(".")[0] for n in cat} == FAMILIES
     counts = {f: sum(n.split(".")[0] == f for n in cat) for f in FAMILIES}
-    assert counts == {"g4dn": 7, "g5": 8, "g6": 8, "g6e": 8, "gr6": 2, "p4d": 1, "p4de": 1, "p5": 2,
+    assert counts == {"g4dn": 7, "g5": 8, "g6": 8, "g6e": 8, "gr6": 2, "g7e": 6, "p4d": 1, "p4de": 1, "p5": 2,
                       "p5e": 1, "p5en": 1, "p6-b200": 1, "p6-b300": 1}
     assert "p5.4xlarge" in cat and cat["p5.4xlarge"].gpus_per_node == 1
 
@@ -77,7 +77,7 @@ def test_every_row_carries_its_price_date_and_every_gpu_model_its_facts():
             assert hw.price_date == "2026-07-06", hw.name
     assert instance_catalog()["p5e.48xlarge"].usd_per_hour is None   # capacity blocks only
     assert {h.gpu for h in instance_catalog().values()} == {
-        "t4", "a10g", "l4", "l40s", "a100", "h100", "h200", "b200", "b300"}
+        "t4", "a10g", "l4", "l40s", "rtx-pro-server-6000", "a100", "h100", "h200", "b200", "b300"}
     assert instance_catalog()["g4dn.xlarge"].compute_capability == (7, 5)
     assert instance_catalog()["p6-b300.48xlarge"].compute_capability == (10, 3)
 
@@ -133,7 +133,7 @@ def test_t4_runs_float16_with_flashinfer_blocks_and_refuses_what_vllm_refuses():
 @pytest.mark.parametrize("instance, needle", [
     ("trn1.32xlarge", "not a CUDA GPU"), ("inf2.48xlarge", "not a CUDA GPU"), ("g6f.xlarge", "fractional"),
     ("gr6f.4xlarge", "fractional"), ("p6e-gb200.36xlarge", "UltraServer"), ("g5g.xlarge", "Graviton"),
-    ("g7e.2xlarge", "SM 12"), ("g4ad.xlarge", "not a CUDA GPU")])
+    ("g7.2xlarge", "RTX PRO 4500"), ("g4ad.xlarge", "not a CUDA GPU")])
 def test_unmodelled_types_are_refused_by_name_in_one_line(instance, needle):
     out = CliRunner().invoke(main, ["plan", "--model", "llama-3.1-8b-instruct", "--instance", instance])
     err = one_line_error(out, instance, needle, "g4dn, g5, g6")
@@ -164,3 +164,12 @@ def test_t4_mla_model_gets_triton_mla_blocks():
     plan = _plan("deepseek-v3", "g4dn.metal")
     block = next(d for d in plan["derivations"] if d["key"] == "block_size")
     assert plan["block_size"] == 16 and "TRITON_MLA" in block["formula"] and plan["dtype"] == "float16"
+
+
+def test_rtx_pro_6000_takes_the_non_sm10_paths():
+    dense, mla, moe = (_plan(m, "g7e.48xlarge") for m in ("llama-3.1-8b-instruct", "deepseek-v3", "gpt-oss-120b"))
+    block = {p["model"]: next(d["formula"] for d in p["derivations"] if d["key"] == "block_size")
+             for p in (dense, mla, moe)}
+    assert "FLASH_ATTN (16)" in block[dense["model"]] and "TRITON_MLA" in block[mla["model"]]
+    weights = next(d["formula"] for d in moe["derivations"] if d["key"] == "weights_bytes_per_gpu")
+    assert "TRITON" in weights and "MARLIN" in weights
