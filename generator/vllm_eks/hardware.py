@@ -119,7 +119,7 @@ _NOT_MODELLED: tuple[tuple[tuple[str, ...], str], ...] = (
     (("g5g",), "a Graviton (arm64) instance with T4G GPUs: not modelled"),
     (("g7",), "an RTX PRO 4500 Blackwell instance: not modelled yet (no public nvidia-smi or CUDA total for "
                "its GPU, and no on-demand price in the pricing table)"),
-    (("p3", "p3dn", "p2", "g3", "g4"), "a GPU generation before Turing or outside the catalog: not modelled"),
+    (("p2", "p3", "p3dn", "g3", "g3s"), "a GPU generation before Turing (K80, M60, V100): not modelled"),
 )
 
 

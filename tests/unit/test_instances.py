@@ -133,7 +133,7 @@ def test_t4_runs_float16_with_flashinfer_blocks_and_refuses_what_vllm_refuses():
 @pytest.mark.parametrize("instance, needle", [
     ("trn1.32xlarge", "not a CUDA GPU"), ("inf2.48xlarge", "not a CUDA GPU"), ("g6f.xlarge", "fractional"),
     ("gr6f.4xlarge", "fractional"), ("p6e-gb200.36xlarge", "UltraServer"), ("g5g.xlarge", "Graviton"),
-    ("g7.2xlarge", "RTX PRO 4500"), ("g4ad.xlarge", "not a CUDA GPU")])
+    ("g7.2xlarge", "RTX PRO 4500"), ("p3dn.24xlarge", "V100"), ("g4ad.xlarge", "not a CUDA GPU")])
 def test_unmodelled_types_are_refused_by_name_in_one_line(instance, needle):
     out = CliRunner().invoke(main, ["plan", "--model", "llama-3.1-8b-instruct", "--instance", instance])
     err = one_line_error(out, instance, needle, "g4dn, g5, g6")
@@ -173,3 +173,8 @@ def test_rtx_pro_6000_takes_the_non_sm10_paths():
     assert "FLASH_ATTN (16)" in block[dense["model"]] and "TRITON_MLA" in block[mla["model"]]
     weights = next(d["formula"] for d in moe["derivations"] if d["key"] == "weights_bytes_per_gpu")
     assert "TRITON" in weights and "MARLIN" in weights
+
+
+def test_no_catalog_type_is_refused_by_name():
+    from vllm_eks.hardware import unmodelled_reason
+    assert [n for n in instance_catalog() if unmodelled_reason(n)] == []
