@@ -359,23 +359,31 @@ def catalog_models(as_json: bool) -> None:
 @catalog.command("instances")
 @click.option("--json", "as_json", is_flag=True)
 def catalog_instances(as_json: bool) -> None:
-    """GPU instance types with the memory CUDA reports and their EFA, CPU and price figures."""
+    """GPU instance types: vCPUs, memory, GPUs, the memory CUDA reports, EFA, node allocatable
+    (Karpenter's formula) and the on-demand price with the date it was read."""
     rows = [{"instance": h.name, "gpu": h.gpu, "gpus": h.gpus_per_node,
              "cuda_gib_per_gpu": round(h.gpu_memory_bytes / GIB, 2), "interconnect": h.interconnect,
              "efa_max": h.efa_max, "alloc_cpu_m": h.alloc_cpu_millicores,
-             "alloc_memory_gib": round(h.alloc_memory_bytes / GIB, 1), "usd_per_hour": h.usd_per_hour}
+             "alloc_memory_gib": round(h.alloc_memory_bytes / GIB, 1), "usd_per_hour": h.usd_per_hour,
+             "vcpus": h.vcpu, "memory_gib": round(h.memory_mib / 1024, 1),
+             "gpu_memory_mib_ec2": h.gpu_memory_mib_ec2, "compute_capability":
+                 ".".join(map(str, h.compute_capability)) if h.compute_capability else None,
+             "max_pods": h.max_pods, "network_mbps": h.network_mbps, "local_nvme_gb": h.local_nvme_gb,
+             "price_date": h.price_date}
             for h in instance_catalog().values()]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    t = Table(title="vllm-eks instance catalog")
-    for col in ("instance", "gpu", "GPUs", "GiB/GPU (CUDA)", "interconnect", "EFA", "alloc CPU", "alloc mem GiB", "$/h"):
+    t = Table(title=f"vllm-eks instance catalog ({len(rows)} types; prices: on-demand, us-east-1)")
+    for col in ("instance", "vCPUs", "mem GiB", "gpu", "GPUs", "GPU MiB (EC2)", "GiB/GPU (CUDA)", "interconnect",
+                "EFA", "alloc CPU", "alloc mem GiB", "$/h", "price date"):
         t.add_column(col)
     for r in rows:
-        t.add_row(r["instance"], r["gpu"], str(r["gpus"]), f"{r['cuda_gib_per_gpu']:.2f}", r["interconnect"],
+        t.add_row(r["instance"], str(r["vcpus"]), f"{r['memory_gib']:g}", r["gpu"], str(r["gpus"]),
+                  str(r["gpu_memory_mib_ec2"] or ""), f"{r['cuda_gib_per_gpu']:.2f}", r["interconnect"],
                   str(r["efa_max"]), f"{r['alloc_cpu_m']}m", f"{r['alloc_memory_gib']}",
-                  f"{r['usd_per_hour']:.2f}" if r["usd_per_hour"] is not None else "n/a")
-    Console(width=200).print(t)
+                  f"{r['usd_per_hour']:.2f}" if r["usd_per_hour"] is not None else "n/a", r["price_date"] or "")
+    Console(width=220).print(t)
 
 
 from .bench.commands import bench  # noqa: E402  (the group lives with the bench modules)
