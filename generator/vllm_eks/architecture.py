@@ -267,6 +267,9 @@ def _vision_params(cfg: dict) -> int:
     where = "vision_config"
     h = _get(v, "hidden_size", where, required=False, default=0, minimum=0)
     layers = _get(v, "num_hidden_layers", where, required=False, default=0, minimum=0)
+    if not layers:
+        # Qwen2-VL / Qwen2.5-VL vision towers give their block count as depth
+        layers = _get(v, "depth", where, required=False, default=0, minimum=0)
     inter = _get(v, "intermediate_size", where, required=False, default=0, minimum=0)
     # ViT block: 4 h^2 attention + 2 h*inter MLP; projector into the text width ignored (small)
     return layers * (4 * h * h + 2 * h * inter)
