@@ -218,3 +218,28 @@ def test_no_network_and_nothing_cached(monkeypatch, cli) -> None:
 def test_unreadable_token_file(online, tmp_path, cli) -> None:
     one_line_error(cli("plan", "--model", GATED, "--instance", "g6e.xlarge", "--hf-token-file",
                        str(tmp_path / "missing")), "--hf-token-file")
+
+
+def test_cli_process_reads_the_environment(online, hub, tmp_path) -> None:
+    """The environment as a CLI process gets it (huggingface_hub reads HF_HUB_OFFLINE and
+    HF_ENDPOINT at import): online once, then HF_HUB_OFFLINE=1 plans from the cache."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    _, endpoint = hub
+    exe = Path(sys.executable).with_name("vllm-eks")
+    env = {**os.environ, "HF_ENDPOINT": endpoint, "VLLM_EKS_HUB_CACHE": str(tmp_path / "cache"),
+           "HF_HOME": str(tmp_path / "home")}
+    env.pop("HF_HUB_OFFLINE", None)
+    args = [str(exe), "plan", "--model", "openai/gpt-oss-20b", "--instance", "g6e.xlarge", "--json"]
+    first = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    offline = subprocess.run(args, env={**env, "HF_HUB_OFFLINE": "1", "HF_ENDPOINT": "http://127.0.0.1:9"},
+                             capture_output=True, text=True, timeout=120)
+    assert offline.returncode == 0, offline.stderr
+    assert json.loads(offline.stdout) == json.loads(first.stdout)
+    empty = subprocess.run(args, env={**env, "HF_HUB_OFFLINE": "1", "VLLM_EKS_HUB_CACHE": str(tmp_path / "none")},
+                           capture_output=True, text=True, timeout=120)
+    assert empty.returncode == 1 and empty.stderr.count("\n") == 1 and "HF_HUB_OFFLINE" in empty.stderr, empty.stderr
