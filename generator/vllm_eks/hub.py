@@ -162,9 +162,22 @@ def _no_network(repo: str, why: str) -> HubModelError:
         f"the cache), or size it from a local file with --model ./config.json --model-source {repo}")
 
 
+# what this process already resolved, per name and environment: a command that plans many
+# variants of one model (recommend, check-fit) asks the Hub once
+_RESOLVED: dict[tuple, HubModel] = {}
+
+
 def fetch(name: str, token_file: str | None = None) -> HubModel:
     """The repo and revision `name` names, from the cache or the Hub; errors are one line naming
     the repo and the way out."""
+    key = (name, token_file, os.environ.get("HF_ENDPOINT"), _offline(), str(cache_dir()),
+           bool(os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")))
+    if key not in _RESOLVED:
+        _RESOLVED[key] = _fetch(name, token_file)
+    return _RESOLVED[key]
+
+
+def _fetch(name: str, token_file: str | None) -> HubModel:
     ref = parse_repo_ref(name)
     if ref is None:
         raise HubModelError(f"--model {name}: not a Hugging Face repo id (org/name or org/name@revision)")

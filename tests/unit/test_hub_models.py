@@ -104,14 +104,21 @@ def test_synthesized_checkpoint_matches_the_real_one() -> None:
     assert (len(t), sum(math.prod(s) for _, s in t.values())) == (5291, 15_706_484_224)
 
 
-def test_sharded_repo_is_read_through_its_index(online) -> None:
+def test_sharded_repo_is_read_through_its_index(online, monkeypatch, tmp_path) -> None:
+    """The index, then each shard's header by ranged reads: a few hundred KiB of a 281 GB
+    checkpoint."""
     repo = "mistralai/Mixtral-8x22B-Instruct-v0.1"
     fake = online.repos[repo]
     shards = [n for n in fake.files if n.endswith(".safetensors")]
     assert len(shards) > 1 and "model.safetensors.index.json" in fake.files
+    monkeypatch.setenv("VLLM_EKS_HUB_CACHE", str(tmp_path))  # nothing cached: read it all again
     fake.ranges.clear()
-    resolve_model(repo + "@" + fake.sha)  # cached by the test above or fetched now: either way no data read
-    assert all(first == 0 or first == 8 for _, first in fake.ranges)  # header reads only
+    fake.sent.clear()
+    model = resolve_model(repo).hub
+    assert model.checkpoint.files == len(shards) and model.checkpoint.total_bytes > 280 * 10**9
+    assert {name for name, _ in fake.ranges} == {*shards, "model.safetensors.index.json", "config.json"}
+    headers = sum(len(fake.files[n].head) for n in shards)
+    assert sum(fake.sent[n] for n in shards) <= headers + 100_001 * len(shards)
 
 
 def test_explain_and_json_name_the_revision(online, cli) -> None:
