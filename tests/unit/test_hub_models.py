@@ -26,6 +26,7 @@ GATED = "meta-llama/Llama-2-7b-chat-hf"
 TAGGED = "mistralai/Mistral-Small-24B-Instruct-2501"
 TAG_SHA = "1111111111111111111111111111111111111111"
 NOT_TRANSFORMERS = "someone/a-gguf-only-repo"
+NO_SAFETENSORS = "someone/phi-4-pytorch-bin"  # phi-4's config.json beside a pytorch_model.bin
 INSTANCE = "p5.48xlarge"
 KINDS = {  # what each stand-in repo covers
     "Qwen/Qwen2.5-7B-Instruct-AWQ": "AWQ INT4 (qweight/qzeros int32, fp16 scales)",
@@ -48,6 +49,8 @@ def hub():
     stand_ins = {r: fake_repo(r, gated=(r == GATED), token=TOKEN if r == GATED else None) for r in repos()}
     stand_ins[TAGGED].tags["v1.0"] = TAG_SHA
     stand_ins[NOT_TRANSFORMERS] = FakeRepo(NOT_TRANSFORMERS, {"model.gguf": b"GGUF", "README.md": b"#"})
+    stand_ins[NO_SAFETENSORS] = FakeRepo(NO_SAFETENSORS, {"config.json": config_path("microsoft/phi-4").read_bytes(),
+                                                          "pytorch_model.bin": b"\0" * 64}, lfs={"pytorch_model.bin"})
     fake = FakeHub(stand_ins)
     server, endpoint = serve(fake)
     yield fake, endpoint
@@ -182,11 +185,25 @@ def test_gated_repo_with_a_token_file(online, monkeypatch, tmp_path, cli) -> Non
     assert json.loads(r.stdout)["model_revision"] == online.repos[GATED].sha
 
 
+def test_weights_from_config_without_safetensors(online) -> None:
+    plan = make_plan(PlanRequest(model=NO_SAFETENSORS, instance=INSTANCE))
+    file_plan = make_plan(PlanRequest(model=str(config_path("microsoft/phi-4")), model_source=NO_SAFETENSORS,
+                                      instance=INSTANCE))
+    assert plan.memory.weights_bytes_total == file_plan.memory.weights_bytes_total
+    why = next(d for d in plan.memory.derivations if d.key == "weights_bytes_total")
+    assert f"from config.json of {NO_SAFETENSORS}@{online.repos[NO_SAFETENSORS].sha}" in why.formula, why
+
+
 # -- failures: one line naming the repo and the way out, exit 1 --------------------------------
 def test_gated_without_a_token(online, monkeypatch, cli) -> None:
     monkeypatch.delenv("HF_TOKEN")
     one_line_error(cli("plan", "--model", GATED, "--instance", "g6e.xlarge"),
                    GATED, "gated", "HF_TOKEN", "--hf-token-file", "licence")
+
+
+def test_gated_with_a_token_that_has_no_access(online, monkeypatch, cli) -> None:
+    monkeypatch.setenv("HF_TOKEN", "hf_someone_else")  # 403 GatedRepo: the licence not accepted
+    one_line_error(cli("plan", "--model", GATED, "--instance", "g6e.xlarge"), GATED, "gated", "licence")
 
 
 def test_missing_repo(online, cli) -> None:
