@@ -78,7 +78,9 @@ def load_config_file(path: Path) -> dict:
 
 
 def _looks_like_path(name: str) -> bool:
-    """A path rather than an id: Hugging Face repo ids are `org/name` without a file suffix."""
+    """A path rather than an id: Hugging Face repo ids are `org/name` without a file suffix (a
+    revision after @ may hold slashes: refs/pr/1)."""
+    name = name.partition("@")[0] if parse_repo_ref(name) is not None else name
     return (name.startswith(("/", "./", "../", "~")) or name.endswith(".json")
             or name.count("/") > 1)
 

@@ -267,3 +267,8 @@ def test_cli_process_reads_the_environment(online, hub, tmp_path) -> None:
     empty = subprocess.run(args, env={**env, "HF_HUB_OFFLINE": "1", "VLLM_EKS_HUB_CACHE": str(tmp_path / "none")},
                            capture_output=True, text=True, timeout=120)
     assert empty.returncode == 1 and empty.stderr.count("\n") == 1 and "HF_HUB_OFFLINE" in empty.stderr, empty.stderr
+
+
+def test_a_revision_with_slashes_is_a_revision(online) -> None:
+    online.repos[TAGGED].tags["refs/pr/7"] = TAG_SHA
+    assert make_plan(PlanRequest(model=f"{TAGGED}@refs/pr/7", instance=INSTANCE)).model_revision == TAG_SHA
