@@ -72,7 +72,8 @@ _PLAN_OPTIONS: list[Callable] = [
     click.option("--stage", help="Render the staging Job that copies the model's Hugging Face repo once: s3://BUCKET/PREFIX "
                  "(equal to --model-source), pvc (a claim the chart creates, sized from the weights) or pvc:CLAIM (an "
                  "existing claim); with pvc, --model-source is the path the servers load the copy from."),
-    click.option("--stage-revision", help="With --stage: branch, tag or commit to copy (default main)."),
+    click.option("--stage-revision", help="With --stage: branch, tag or commit to copy (default: the commit a Hub model "
+                 "outside the catalog was sized at, else main)."),
     click.option("--stage-bandwidth-mib-s", type=float,
                  help="With --stage: download rate the Job's deadline assumes (default 200; see explain)."),
     click.option("--daemonset-reserve-cpu", help="CPU kept on every GPU node for its DaemonSets (Kubernetes quantity, e.g. 2 or 1500m; default 2, see `explain`)."),
