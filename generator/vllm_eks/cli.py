@@ -25,7 +25,7 @@ from .quota import check_quotas, parse_quotas
 from .request import PlanRequest
 
 _PLAN_OPTIONS: list[Callable] = [
-    click.option("--model", required=True, help="Catalog id, Hugging Face repo id known to the catalog, or path to a config.json (or its folder)."),
+    click.option("--model", required=True, help="Catalog id, Hugging Face repo id (ORG/NAME[@REVISION]: read from the Hub, or HF_ENDPOINT, when the catalog lacks it; cached, HF_HUB_OFFLINE=1 reads only the cache), or path to a config.json (or its folder)."),
     click.option("--instance", help="EC2 instance type from the catalog (`vllm-eks catalog instances`)."),
     click.option("--gpu-memory-mib", type=int, help="Hardware outside the catalog: memory of one GPU in MiB (as nvidia-smi reports)."),
     click.option("--gpus-per-node", type=int, help="Hardware outside the catalog: GPUs per machine."),
@@ -72,13 +72,17 @@ _PLAN_OPTIONS: list[Callable] = [
     click.option("--stage", help="Render the staging Job that copies the model's Hugging Face repo once: s3://BUCKET/PREFIX "
                  "(equal to --model-source), pvc (a claim the chart creates, sized from the weights) or pvc:CLAIM (an "
                  "existing claim); with pvc, --model-source is the path the servers load the copy from."),
-    click.option("--stage-revision", help="With --stage: branch, tag or commit to copy (default main)."),
+    click.option("--stage-revision", help="With --stage: branch, tag or commit to copy (default: the commit a Hub model "
+                 "outside the catalog was sized at, else main)."),
     click.option("--stage-bandwidth-mib-s", type=float,
                  help="With --stage: download rate the Job's deadline assumes (default 200; see explain)."),
     click.option("--daemonset-reserve-cpu", help="CPU kept on every GPU node for its DaemonSets (Kubernetes quantity, e.g. 2 or 1500m; default 2, see `explain`)."),
     click.option("--daemonset-reserve-memory", help="Memory kept on every GPU node for its DaemonSets (Kubernetes quantity, e.g. 4Gi; default 4Gi)."),
     click.option("--served-model-name", help="Name clients use (default: the Hugging Face repo id)."),
     click.option("--model-source", help="What vLLM loads instead of the repo id: s3://bucket/prefix or a mounted path."),
+    click.option("--hf-token-file",
+                 help="File holding a Hugging Face token, to read a gated --model repo from the Hub (default: the "
+                      "HF_TOKEN environment variable)."),
 ]
 
 

@@ -133,8 +133,8 @@ class Decisions:
     def __init__(self, req: PlanRequest):
         _check_request(req)
         self.req = req
-        self.model: ResolvedModel = resolve_model(req.model)
-        if self.model.entry is None and not req.model_source:
+        self.model: ResolvedModel = resolve_model(req.model, req.hf_token_file)
+        if self.model.hf_repo is None and not req.model_source:
             # The folder holding config.json is on this machine, not in the pod.
             raise InvalidOptionError(
                 f"--model {req.model} is a local config.json: say where the pod loads the weights from with "
@@ -392,7 +392,7 @@ class Decisions:
     def served_model_name(self) -> str:
         if self.req.served_model_name:
             return self.req.served_model_name
-        return self.model.entry.hf_repo if self.model.entry else Path(self.model.source).name or "model"
+        return self.model.hf_repo or Path(self.model.source).name or "model"
 
     def choose_replicas(self, max_concurrency: float, tp: int, pp: int) -> tuple[int, str]:
         req = self.req
