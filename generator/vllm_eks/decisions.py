@@ -141,6 +141,8 @@ class Decisions:
                 "--model-source (a Hugging Face repo id such as org/name, s3://bucket/prefix, or a path on a PVC "
                 "such as /models/name)")
         self.a = self.model.architecture
+        self._budgets: dict[tuple[int, int, int], budget_mod.Budget] = {}
+        self._shapes: dict[tuple[int, int], budget_mod.Shape] = {}
         self.hw: Hardware = resolve_hardware(req.instance, req.gpu_memory_mib, req.gpus_per_node,
                                              req.hardware_name, req.price_per_hour)
         self.p = _precisions(self.a, req, self.hw.compute_capability, self.hw.gpu)
@@ -168,9 +170,21 @@ class Decisions:
                 f"--max-num-batched-tokens ({self.batched}) must be >= max_num_seqs ({self.seqs0})")
 
     def budget(self, tp: int, pp: int, seqs: int | None = None) -> budget_mod.Budget:
-        s = budget_mod.Settings(tp, pp, self.util, self.batched, seqs or self.seqs0, self.block_for(tp), self.kv_pin,
-                                self.req.async_scheduling, attention_backend=self.block_rule.backend)
-        return budget_mod.compute(self.a, self.hw, self.p, s)
+        """The budget of layout TP x PP at `seqs` sequences (default: the starting max_num_seqs).
+        Everything else it depends on is fixed when the Decisions are made, so each layout and
+        sequence count is computed once per plan: choosing the layout and settling max_num_seqs
+        ask for the same budgets many times, and the weights and KV layout of a layout do not change
+        with the sequence count. The memos live and die with this object."""
+        key = (tp, pp, seqs or self.seqs0)
+        b = self._budgets.get(key)
+        if b is None:
+            s = budget_mod.Settings(tp, pp, self.util, self.batched, key[2], self.block_for(tp), self.kv_pin,
+                                    self.req.async_scheduling, attention_backend=self.block_rule.backend)
+            sh = self._shapes.get(key[:2])
+            if sh is None:
+                sh = self._shapes[key[:2]] = budget_mod.shape(self.a, self.hw, self.p, tp, pp)
+            b = self._budgets[key] = budget_mod.compute(self.a, self.hw, self.p, s, sh)
+        return b
 
     def block_for(self, tp: int) -> int:
         """The block size vLLM runs with at this TP: the backend's (self.block), raised for a
@@ -307,6 +321,13 @@ class Decisions:
         return self.budget(tp, pp, self.settle_max_num_seqs(tp, pp)[0])
 
     def fits(self, tp: int, pp: int, min_concurrency: float) -> bool:
+        if (not self.req.max_num_seqs and self.concurrency(self.budget(tp, pp), self.required_len) < min_concurrency
+                and self.concurrency(self.budget(tp, pp, 1), self.required_len) < min_concurrency):
+            # Settling cannot help: no max_num_seqs leaves more KV cache than 1, the smallest
+            # candidate (its sampler pass is one sequence and its capture list {1, 2} is part of
+            # every larger one's, so every overhead term is at its least), and the settled
+            # budget would hold fewer requests still.
+            return False
         return self.concurrency(self.fit_budget(tp, pp, min_concurrency), self.required_len) >= min_concurrency
 
     def require_fit(self, tp: int, pp: int, pinned: bool) -> None:

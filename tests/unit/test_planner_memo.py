@@ -1,0 +1,94 @@
+"""The planner's shortcuts change its speed, not its answers: the per-plan budget memo
+(Decisions.budget), the layout shapes shared across sequence counts (budget.Shape) and the
+early "settling cannot help" refusal in Decisions.fits give the same plans, and the same
+refusals, as computing every budget afresh and settling every layout."""
+
+from __future__ import annotations
+
+import pytest
+
+from vllm_eks import budget as budget_mod
+from vllm_eks import overheads
+from vllm_eks.catalog import model_catalog
+from vllm_eks.decisions import DEFAULT_MAX_NUM_SEQS, Decisions
+from vllm_eks.errors import VllmEksError
+from vllm_eks.hardware import instance_catalog
+from vllm_eks.planner import make_plan
+from vllm_eks.request import PlanRequest
+
+VARIANTS = ({}, {"max_model_len": 32768}, {"max_nodes_per_replica": 1}, {"kv_cache_dtype": "fp8"},
+            {"gpu_memory_utilization": 0.5}, {"kv_cache_memory_gib": 4.0})
+CANDIDATES = list(range(1, 8)) + list(range(8, DEFAULT_MAX_NUM_SEQS + 1, 8))
+
+
+def _sample() -> list[tuple[str, str]]:
+    pairs = [(m, i) for m in sorted(model_catalog()) for i in sorted(instance_catalog())]
+    return pairs[::5]   # every fifth pair: each model, each instance, fits and refusals
+
+
+def _outcome(req: PlanRequest) -> str:
+    try:
+        return make_plan(req).model_dump_json()
+    except VllmEksError as e:
+        return f"refused: {e}"
+
+
+def _plain_budget(self: Decisions, tp: int, pp: int, seqs: int | None = None) -> budget_mod.Budget:
+    s = budget_mod.Settings(tp, pp, self.util, self.batched, seqs or self.seqs0, self.block_for(tp), self.kv_pin,
+                            self.req.async_scheduling, attention_backend=self.block_rule.backend)
+    return budget_mod.compute(self.a, self.hw, self.p, s)
+
+
+def _plain_fits(self: Decisions, tp: int, pp: int, min_concurrency: float) -> bool:
+    return self.concurrency(self.fit_budget(tp, pp, min_concurrency), self.required_len) >= min_concurrency
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: ",".join(f"{k}={x}" for k, x in v.items()) or "defaults")
+def test_plans_are_the_same_without_the_memo_and_the_shortcut(variant, monkeypatch):
+    reqs = [PlanRequest(model=m, instance=i, **variant) for m, i in _sample()]
+    fast = [_outcome(r) for r in reqs]
+    monkeypatch.setattr(Decisions, "budget", _plain_budget)
+    monkeypatch.setattr(Decisions, "fits", _plain_fits)
+    slow = [_outcome(r) for r in reqs]
+    assert [r.model + "|" + r.instance for r, f, s in zip(reqs, fast, slow) if f != s] == []
+    assert any(f.startswith("refused") for f in fast) and any(not f.startswith("refused") for f in fast)
+
+
+@pytest.mark.parametrize("batched", [1, 2, 7, 256, 300, 512, 1000, 8192, 16384])
+@pytest.mark.parametrize("max_capture", [overheads.DEFAULT_MAX_CAPTURE, overheads.DEFAULT_MAX_CAPTURE_BLACKWELL])
+def test_one_sequence_has_the_fewest_graphs_of_every_candidate(batched, max_capture):
+    """The premise of the early refusal: at max_num_seqs 1 the capture list is part of every
+    other candidate's, so its graph counts and its largest capture are the least."""
+    one = set(overheads.capture_sizes(1, batched, max_capture))
+    p1, f1 = overheads.graph_counts(1, batched, max_capture)
+    for c in (c for c in CANDIDATES if c <= batched):
+        sizes = overheads.capture_sizes(c, batched, max_capture)
+        assert one <= set(sizes) and max(one) <= sizes[-1]
+        p, f = overheads.graph_counts(c, batched, max_capture)
+        assert p >= p1 and f >= f1
+
+
+@pytest.mark.parametrize("model", sorted(model_catalog())[::3])
+def test_every_overhead_is_least_at_one_sequence(model):
+    a = Decisions(PlanRequest(model=model, instance="p5.48xlarge")).a
+    for tp, pp in ((1, 1), (8, 1), (8, 2)):
+        layers = a.num_layers // pp
+        least = overheads.estimate(a, tp, pp, layers, 8192, 1, 2, nvlink=True)
+        for c in CANDIDATES:
+            o = overheads.estimate(a, tp, pp, layers, 8192, c, 2, nvlink=True)
+            assert o.total >= least.total and o.expected >= least.expected and o.optimistic >= least.optimistic
+
+
+def test_the_memo_belongs_to_one_plan():
+    """Budgets are kept per Decisions object, never across requests."""
+    a = Decisions(PlanRequest(model="llama-3.1-8b-instruct", instance="g6e.xlarge"))
+    b = Decisions(PlanRequest(model="llama-3.1-8b-instruct", instance="g6e.xlarge", gpu_memory_utilization=0.5))
+    assert a.budget(1, 1) is a.budget(1, 1)
+    assert a.budget(1, 1).stages[0].available > b.budget(1, 1).stages[0].available
+
+
+def test_a_shape_for_another_layout_is_refused():
+    d = Decisions(PlanRequest(model="llama-3.1-8b-instruct", instance="p5.48xlarge"))
+    s = budget_mod.Settings(2, 1, 0.9, 8192, 256, 16, None)
+    with pytest.raises(ValueError, match="TP=1 x PP=1 given for settings TP=2"):
+        budget_mod.compute(d.a, d.hw, d.p, s, budget_mod.shape(d.a, d.hw, d.p, 1, 1))
