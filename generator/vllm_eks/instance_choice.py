@@ -14,10 +14,12 @@ layout is then costed at the target:
   each sequence holding half the max model len on average) and the 2 FLOPs per active parameter
   and token over the GPUs' BF16 throughput (at PREFILL_MFU); pipeline stages run in turn for a
   token (latency.py), so they add memory, not decode speed;
-- replicas = ceil(concurrency / sustained sequences), or ceil(output tokens/s / what one replica
-  decodes at its sustained batch);
+- replicas needed = ceil(concurrency / sustained sequences), or ceil(output tokens/s / what one
+  replica decodes at its sustained batch);
 - nodes are billed whole: replicas x nodes per replica for multi-node copies, else
-  ceil(replicas x TP / GPUs per machine); cost per hour = nodes x the node price;
+  ceil(replicas x TP / GPUs per machine), and single-machine copies fill the nodes paid for (as
+  the Plan's replicas do; at a concurrency target never more copies than requests), the
+  requests shared out among them; cost per hour = nodes x the node price;
 - cost per million output tokens = bench.cost.cost_per_million_tokens(cost per hour, output
   tokens/s achieved at the target): the formula `bench analyze` applies to a measured sweep.
 
@@ -210,17 +212,28 @@ def _cost(model: str, lay: _Layout, target: Target, max_model_len: int, usd_node
         return None
     per_replica = lay.sustained / full
     if target.concurrency is not None:
-        replicas = math.ceil(target.concurrency / lay.sustained)
+        needed = math.ceil(target.concurrency / lay.sustained)
+    else:
+        assert target.output_tokens_per_second is not None
+        needed = math.ceil(target.output_tokens_per_second / per_replica)
+    if lay.pp > 1:
+        replicas, nodes = needed, needed * lay.pp
+    else:
+        # nodes are billed whole, so the copies fill them (as the Plan's replicas do), though
+        # never more copies than requests to share out
+        nodes = math.ceil(needed * lay.tp / lay.hw.gpus_per_node)
+        replicas = max(needed, nodes * (lay.hw.gpus_per_node // lay.tp))
+        if target.concurrency is not None:
+            replicas = max(needed, min(replicas, target.concurrency))
+    if target.concurrency is not None:
         batch = target.concurrency / replicas
         step = step_seconds(model, lay, batch, max_model_len)
         assert step is not None
         achieved = replicas * batch / step
     else:
         assert target.output_tokens_per_second is not None
-        replicas = math.ceil(target.output_tokens_per_second / per_replica)
         achieved = target.output_tokens_per_second
         step = full   # the per-request rate at the sustained batch: the slowest the target sees
-    nodes = replicas * lay.pp if lay.pp > 1 else math.ceil(replicas * lay.tp / lay.hw.gpus_per_node)
     usd = nodes * usd_node
     per_million = cost_per_million_tokens(usd, achieved)
     assert per_million is not None

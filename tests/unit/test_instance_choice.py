@@ -129,8 +129,24 @@ def test_a_token_rate_target_buys_enough_replicas():
     r = recommend(M70, output_tokens_per_second=5000)
     for c in r.choices:
         assert c.output_tokens_per_second == 5000
-        assert c.replicas * c.output_tokens_per_second_per_replica >= 5000 * 0.999
-        assert (c.replicas - 1) * c.output_tokens_per_second_per_replica < 5000
+        needed = math.ceil(5000 / c.output_tokens_per_second_per_replica - 1e-6)
+        assert c.replicas >= needed
+        # no node more than the replicas needed take; single-machine copies fill those nodes
+        if c.pipeline_parallel_size == 1:
+            assert c.nodes == math.ceil(needed * c.tensor_parallel_size / c.gpus_per_node)
+            assert c.replicas == c.nodes * (c.gpus_per_node // c.tensor_parallel_size)
+        else:
+            assert c.nodes == needed * c.pipeline_parallel_size
+
+
+def test_copies_fill_the_nodes_paid_for_but_never_outnumber_the_requests():
+    few = recommend(M8, concurrency=3)
+    for c in few.choices:
+        assert c.replicas <= 3 and c.nodes == 1
+    many = recommend(M8)
+    for c in many.choices:
+        if c.pipeline_parallel_size == 1 and c.gpus_per_node // c.tensor_parallel_size <= 32:
+            assert c.replicas == c.nodes * (c.gpus_per_node // c.tensor_parallel_size)
 
 
 def test_a_step_is_slower_with_more_sequences():
