@@ -300,7 +300,12 @@ class Decisions:
         if self.req.max_num_seqs:
             return self.choose_max_num_seqs(self.budget(tp, pp))
         candidates = list(range(1, 8)) + list(range(8, DEFAULT_MAX_NUM_SEQS + 1, 8))
-        lo, hi = 0, len(candidates) - 1
+        # More sequences never leave more KV cache (tests/unit/test_planner_memo.py), so the count
+        # chosen from the budget at the most sequences holds its own requests (a lower bound),
+        # and none above the count chosen at the fewest can (an upper bound): the bisection
+        # only searches between them, often nothing at all.
+        lo = candidates.index(self.choose_max_num_seqs(self.budget(tp, pp, candidates[-1]))[0])
+        hi = candidates.index(self.choose_max_num_seqs(self.budget(tp, pp, candidates[0]))[0])
         while lo < hi:
             mid = (lo + hi + 1) // 2
             if self.choose_max_num_seqs(self.budget(tp, pp, candidates[mid]))[0] >= candidates[mid]:
@@ -321,12 +326,10 @@ class Decisions:
         return self.budget(tp, pp, self.settle_max_num_seqs(tp, pp)[0])
 
     def fits(self, tp: int, pp: int, min_concurrency: float) -> bool:
-        if (not self.req.max_num_seqs and self.concurrency(self.budget(tp, pp), self.required_len) < min_concurrency
-                and self.concurrency(self.budget(tp, pp, 1), self.required_len) < min_concurrency):
-            # Settling cannot help: no max_num_seqs leaves more KV cache than 1, the smallest
-            # candidate (its sampler pass is one sequence and its capture list {1, 2} is part of
-            # every larger one's, so every overhead term is at its least), and the settled
-            # budget would hold fewer requests still.
+        if not self.req.max_num_seqs and self.concurrency(self.budget(tp, pp, 1), self.required_len) < min_concurrency:
+            # Neither the default nor a settled max_num_seqs can fit: none leaves more KV cache
+            # than 1, the smallest candidate (its sampler pass is one sequence and its capture
+            # list {1, 2} is part of every larger one's, so every overhead term is at its least).
             return False
         return self.concurrency(self.fit_budget(tp, pp, min_concurrency), self.required_len) >= min_concurrency
 

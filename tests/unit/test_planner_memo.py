@@ -1,7 +1,8 @@
 """The planner's shortcuts change its speed, not its answers: the per-plan budget memo
-(Decisions.budget), the layout shapes shared across sequence counts (budget.Shape) and the
-early "settling cannot help" refusal in Decisions.fits give the same plans, and the same
-refusals, as computing every budget afresh and settling every layout."""
+(Decisions.budget), the layout shapes shared across sequence counts (budget.Shape), the early
+"settling cannot help" refusal in Decisions.fits and the bounds of the max_num_seqs bisection
+give the same plans, and the same refusals, as computing every budget afresh, settling every
+layout and bisecting over every candidate."""
 
 from __future__ import annotations
 
@@ -43,12 +44,29 @@ def _plain_fits(self: Decisions, tp: int, pp: int, min_concurrency: float) -> bo
     return self.concurrency(self.fit_budget(tp, pp, min_concurrency), self.required_len) >= min_concurrency
 
 
+def _plain_settle(self: Decisions, tp: int, pp: int) -> tuple[int, str]:
+    """The bisection over every candidate, without the bounds from the two ends."""
+    if self.req.max_num_seqs:
+        return self.choose_max_num_seqs(self.budget(tp, pp))
+    lo, hi = 0, len(CANDIDATES) - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if self.choose_max_num_seqs(self.budget(tp, pp, CANDIDATES[mid]))[0] >= CANDIDATES[mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    seqs = CANDIDATES[lo]
+    _, why = self.choose_max_num_seqs(self.budget(tp, pp, seqs))
+    return seqs, why + f" (KV tokens of the budget at max_num_seqs {seqs})"
+
+
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: ",".join(f"{k}={x}" for k, x in v.items()) or "defaults")
 def test_plans_are_the_same_without_the_memo_and_the_shortcut(variant, monkeypatch):
     reqs = [PlanRequest(model=m, instance=i, **variant) for m, i in _sample()]
     fast = [_outcome(r) for r in reqs]
     monkeypatch.setattr(Decisions, "budget", _plain_budget)
     monkeypatch.setattr(Decisions, "fits", _plain_fits)
+    monkeypatch.setattr(Decisions, "settle_max_num_seqs", _plain_settle)
     slow = [_outcome(r) for r in reqs]
     assert [r.model + "|" + r.instance for r, f, s in zip(reqs, fast, slow) if f != s] == []
     assert any(f.startswith("refused") for f in fast) and any(not f.startswith("refused") for f in fast)
@@ -68,15 +86,26 @@ def test_one_sequence_has_the_fewest_graphs_of_every_candidate(batched, max_capt
         assert p >= p1 and f >= f1
 
 
+@pytest.mark.parametrize("batched", [256, 257, 300, 384, 500, 512, 513, 777, 1000, 1024, 1025, 8192])
+@pytest.mark.parametrize("max_capture", [overheads.DEFAULT_MAX_CAPTURE, overheads.DEFAULT_MAX_CAPTURE_BLACKWELL])
+def test_graphs_never_shrink_along_the_candidates(batched, max_capture):
+    """The premise of the settling bounds: from one candidate max_num_seqs to the next, the
+    graph counts and the largest capture do not fall (the sampler grows with it anyway)."""
+    shapes = [(*overheads.graph_counts(c, batched, max_capture), overheads.capture_sizes(c, batched, max_capture)[-1])
+              for c in CANDIDATES]
+    for before, after in zip(shapes, shapes[1:]):
+        assert all(b <= a for b, a in zip(before, after)), (before, after)
+
+
 @pytest.mark.parametrize("model", sorted(model_catalog())[::3])
-def test_every_overhead_is_least_at_one_sequence(model):
+def test_overheads_grow_along_the_candidates_and_are_least_at_one_sequence(model):
     a = Decisions(PlanRequest(model=model, instance="p5.48xlarge")).a
     for tp, pp in ((1, 1), (8, 1), (8, 2)):
         layers = a.num_layers // pp
-        least = overheads.estimate(a, tp, pp, layers, 8192, 1, 2, nvlink=True)
-        for c in CANDIDATES:
-            o = overheads.estimate(a, tp, pp, layers, 8192, c, 2, nvlink=True)
-            assert o.total >= least.total and o.expected >= least.expected and o.optimistic >= least.optimistic
+        seen = [overheads.estimate(a, tp, pp, layers, 8192, c, 2, nvlink=True) for c in CANDIDATES]
+        for before, after in zip(seen, seen[1:]):
+            assert (after.total >= before.total and after.expected >= before.expected
+                    and after.optimistic >= before.optimistic)
 
 
 def test_the_memo_belongs_to_one_plan():
