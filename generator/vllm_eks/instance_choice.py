@@ -12,8 +12,9 @@ layout is then costed at the target:
 - a decode step of a batch of b sequences takes the longer of reading the active weights and
   b sequences' KV cache over the GPUs' memory bandwidth (latency.decode_step, at DECODE_MBU;
   each sequence holding half the max model len on average) and the 2 FLOPs per active parameter
-  and token over the GPUs' BF16 throughput (at PREFILL_MFU); pipeline stages run in turn for a
-  token (latency.py), so they add memory, not decode speed;
+  and token over the GPUs' BF16 throughput (at PREFILL_MFU), plus, under TP, two all-reduces per
+  layer at an assumed small-message latency (ALLREDUCE_SECONDS); pipeline stages run in turn for
+  a token (latency.py), so they add memory, not decode speed;
 - replicas needed = ceil(concurrency / sustained sequences), or ceil(output tokens/s / what one
   replica decodes at its sustained batch);
 - nodes are billed whole: replicas x nodes per replica for multi-node copies, else
@@ -31,7 +32,9 @@ figure."""
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -49,6 +52,8 @@ from .units import GIB
 
 DEFAULT_CONCURRENCY = 32
 DEFAULT_TOP = 5
+# Where the plans of a model given as a local config.json load it from (a path on a volume).
+LOCAL_MODEL_SOURCE = "/models/model"
 PRICED_REGION = "us-east-1"          # the catalog's prices (data/instances.csv usd_hr_us_east_1)
 # Largest targets taken: far above any one deployment, small enough that no sum overflows.
 MAX_CONCURRENCY = 10**7
@@ -138,9 +143,10 @@ def _check(concurrency: int | None, tokens_per_second: float | None, max_model_l
             raise InvalidOptionError(f"{flag} must be at most {most:g}, got {value:g}")
 
 
-def _layouts(model: str, hw: Hardware, max_model_len: int, max_nodes: int) -> tuple[list[_Layout], str | None]:
+def _layouts(model: str, hw: Hardware, max_model_len: int, max_nodes: int,
+             model_source: str | None) -> tuple[list[_Layout], str | None]:
     """The feasible layouts on one instance type, or none and why."""
-    base = PlanRequest(model=model, instance=hw.name, max_model_len=max_model_len)
+    base = PlanRequest(model=model, instance=hw.name, max_model_len=max_model_len, model_source=model_source)
     try:
         dec = Decisions(base)
     except VllmEksError as e:   # the model cannot run on this GPU at all (e.g. no attention backend)
@@ -258,11 +264,15 @@ def recommend(model: str, max_model_len: int | None = None, concurrency: int | N
         target = Target(concurrency=DEFAULT_CONCURRENCY, defaulted=True)
     else:
         target = Target(concurrency=concurrency, output_tokens_per_second=output_tokens_per_second)
-    model_id = resolve_model(model).id
+    resolved = resolve_model(model)
+    model_id = resolved.id
+    # A local config.json says nothing of where a pod would load the weights from, and the
+    # sizing does not depend on it: the plans take a path on a volume for it.
+    source = LOCAL_MODEL_SOURCE if resolved.entry is None and Path(model).exists() else None
     found: list[tuple[_Layout, dict]] = []
     others: list[Rejected] = []
     for hw in sorted(instance_catalog().values(), key=lambda h: h.name):
-        layouts, why = _layouts(model, hw, length, max_nodes)
+        layouts, why = _layouts(model, hw, length, max_nodes, source)
         if not layouts:
             others.append(Rejected(instance=hw.name, reason=why or "does not fit"))
             continue
@@ -280,7 +290,7 @@ def recommend(model: str, max_model_len: int | None = None, concurrency: int | N
     choices = [Choice(rank=i + 1, instance=lay.hw.name, gpu=lay.hw.gpu, gpus_per_node=lay.hw.gpus_per_node,
                       tensor_parallel_size=lay.tp, pipeline_parallel_size=lay.pp, nodes_per_replica=lay.pp,
                       max_num_seqs=lay.max_num_seqs, concurrency_per_replica=lay.sustained,
-                      plan_command=_plan_command(model_id, lay, length), **c)
+                      plan_command=_plan_command(model_id, lay, length, source), **c)
                for i, (lay, c) in enumerate(found)]
     shown = {c.instance for c in choices[:top]}
     for name in dict.fromkeys(c.instance for c in choices):
@@ -294,9 +304,9 @@ def recommend(model: str, max_model_len: int | None = None, concurrency: int | N
                           choices=choices, others=sorted(others, key=lambda r: r.instance))
 
 
-def _plan_command(model: str, lay: _Layout, length: int) -> str:
-    return (f"vllm-eks plan --model {model} --instance {lay.hw.name} --tensor-parallel-size {lay.tp} "
-            f"--pipeline-parallel-size {lay.pp} --max-model-len {length}")
+def _plan_command(model: str, lay: _Layout, length: int, source: str | None) -> str:
+    return (f"vllm-eks plan --model {shlex.quote(model)} --instance {lay.hw.name} --tensor-parallel-size {lay.tp} "
+            f"--pipeline-parallel-size {lay.pp} --max-model-len {length}" + (f" --model-source {source}" if source else ""))
 
 
 def header(r: Recommendation) -> str:

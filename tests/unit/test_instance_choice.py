@@ -208,3 +208,15 @@ def test_usage_errors_exit_2(cli):
     assert cli("recommend").exit_code == 2                                              # --model missing
     assert cli("recommend", "--model", M8, "--capacity-type", "reserved").exit_code == 2  # not a choice
     assert cli("recommend", "--model", M8, "--concurrency", "many").exit_code == 2
+
+
+def test_a_local_config_json_is_ranked_and_its_plan_command_runs(cli, tmp_path):
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+           "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "vocab_size": 128256, "max_position_embeddings": 131072, "torch_dtype": "bfloat16"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    r = recommend(str(path))
+    assert r.choices and all("--model-source /models/model" in c.plan_command for c in r.choices)
+    plan = cli(*r.choices[0].plan_command.split()[1:], "--json")
+    assert plan.exit_code == 0, plan.stderr
