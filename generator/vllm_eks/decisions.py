@@ -10,6 +10,7 @@ and TP never spans machines."""
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from pathlib import Path
 
 from . import attention, kvcache
@@ -394,11 +395,7 @@ class Decisions:
             trial = self.req.model_copy(update={"instance": h.name, "tensor_parallel_size": None,
                                                 "pipeline_parallel_size": 1, "gpu_memory_mib": None,
                                                 "gpus_per_node": None, "hardware_name": None})
-            try:
-                other = Decisions(trial)
-            except InvalidOptionError:
-                continue
-            if not other.fits(other.node_tp(), 1, 1):
+            if not _fits_one_machine(trial.model_dump_json(), h):
                 continue
             out.append(f"bigger instance: one {h.name} (--instance {h.name})")
             break
@@ -531,6 +528,20 @@ def phases(req: PlanRequest, layout: LayoutPlan, engine: EnginePlan) -> tuple[Ph
     decode = PhasePlan(role="decode", replicas=decode_n, max_num_seqs=seqs,
                        max_num_batched_tokens=engine.max_num_batched_tokens, settings=settings(seqs))
     return prefill, decode
+
+
+@lru_cache(maxsize=2048)
+def _fits_one_machine(request_json: str, hw: Hardware) -> bool:
+    """Whether the request fits one machine of its instance `hw` at TP = that machine's GPUs
+    (False when the request is invalid there): the question `alternatives` asks of each bigger
+    instance. Every refusal of the same model asks it again of the same instances, so the
+    answers are kept, keyed by the whole request and the instance's every figure (a catalog that
+    changed would not be answered from an old entry); at most 2048 of them, a few MB."""
+    try:
+        other = Decisions(PlanRequest.model_validate_json(request_json))
+    except InvalidOptionError:
+        return False
+    return other.fits(other.node_tp(), 1, 1)
 
 
 def _catalog_instances() -> list[Hardware]:

@@ -1,8 +1,9 @@
 """The planner's shortcuts change its speed, not its answers: the per-plan budget memo
 (Decisions.budget), the layout shapes shared across sequence counts (budget.Shape), the early
-"settling cannot help" refusal in Decisions.fits and the bounds of the max_num_seqs bisection
-give the same plans, and the same refusals, as computing every budget afresh, settling every
-layout and bisecting over every candidate."""
+"settling cannot help" refusal in Decisions.fits, the bounds of the max_num_seqs bisection and
+the answers kept for the bigger instances a refusal suggests give the same plans, and the same
+refusals, as computing every budget afresh, settling every layout, bisecting over every
+candidate and asking every bigger instance again."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from vllm_eks import budget as budget_mod
 from vllm_eks import overheads
 from vllm_eks.catalog import model_catalog
+from vllm_eks import decisions as decisions_mod
 from vllm_eks.decisions import DEFAULT_MAX_NUM_SEQS, Decisions
 from vllm_eks.errors import VllmEksError
 from vllm_eks.hardware import instance_catalog
@@ -67,6 +69,7 @@ def test_plans_are_the_same_without_the_memo_and_the_shortcut(variant, monkeypat
     monkeypatch.setattr(Decisions, "budget", _plain_budget)
     monkeypatch.setattr(Decisions, "fits", _plain_fits)
     monkeypatch.setattr(Decisions, "settle_max_num_seqs", _plain_settle)
+    monkeypatch.setattr(decisions_mod, "_fits_one_machine", decisions_mod._fits_one_machine.__wrapped__)
     slow = [_outcome(r) for r in reqs]
     assert [r.model + "|" + r.instance for r, f, s in zip(reqs, fast, slow) if f != s] == []
     assert any(f.startswith("refused") for f in fast) and any(not f.startswith("refused") for f in fast)
@@ -121,3 +124,19 @@ def test_a_shape_for_another_layout_is_refused():
     s = budget_mod.Settings(2, 1, 0.9, 8192, 256, 16, None)
     with pytest.raises(ValueError, match="TP=1 x PP=1 given for settings TP=2"):
         budget_mod.compute(d.a, d.hw, d.p, s, budget_mod.shape(d.a, d.hw, d.p, 1, 1))
+
+
+def test_the_bigger_instance_answers_are_keyed_by_the_instance_figures():
+    """An instance of the same name with other figures (a catalog that changed) is asked afresh."""
+    from dataclasses import replace
+
+    from vllm_eks.hardware import instance_catalog
+
+    h = instance_catalog()["p5.48xlarge"]
+    req = PlanRequest(model="llama-3.1-405b-instruct", instance=h.name, pipeline_parallel_size=1).model_dump_json()
+    small = replace(h, gpu_memory_bytes=h.gpu_memory_bytes // 8)
+    assert decisions_mod._fits_one_machine(req, h) is False
+    assert decisions_mod._fits_one_machine(req, small) is False
+    assert decisions_mod._fits_one_machine.cache_info().currsize >= 2
+    ok = PlanRequest(model="llama-3.1-8b-instruct", instance=h.name, pipeline_parallel_size=1).model_dump_json()
+    assert decisions_mod._fits_one_machine(ok, h) is True
