@@ -40,6 +40,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 from rich.table import Table
 
+from .architecture import Architecture
 from .bench.cost import cost_per_million_tokens
 from .catalog import resolve_model
 from .decisions import MAX_PIPELINE_STAGES, REQUIRED_CONTEXT, Decisions, valid_tp
@@ -143,10 +144,9 @@ def _check(concurrency: int | None, tokens_per_second: float | None, max_model_l
             raise InvalidOptionError(f"{flag} must be at most {most:g}, got {value:g}")
 
 
-def _layouts(model: str, hw: Hardware, max_model_len: int, max_nodes: int,
-             model_source: str | None) -> tuple[list[_Layout], str | None]:
-    """The feasible layouts on one instance type, or none and why."""
-    base = PlanRequest(model=model, instance=hw.name, max_model_len=max_model_len, model_source=model_source)
+def _layouts(base: PlanRequest, hw: Hardware, max_nodes: int) -> tuple[list[_Layout], str | None]:
+    """The feasible layouts of request `base` on its instance type `hw`, or none and why."""
+    max_model_len = base.max_model_len
     try:
         dec = Decisions(base)
     except VllmEksError as e:   # the model cannot run on this GPU at all (e.g. no attention backend)
@@ -181,10 +181,9 @@ def _planned(req: PlanRequest, hw: Hardware) -> _Layout:
                    p.memory.weights_bytes_total)
 
 
-def step_seconds(model: str, lay: _Layout, batch: float, max_model_len: int) -> float | None:
-    """Seconds of one decode step of `batch` sequences on one replica (module docstring); None
-    without the GPU's datasheet figures."""
-    a = resolve_model(model).architecture
+def step_seconds(a: Architecture, lay: _Layout, batch: float, max_model_len: int) -> float | None:
+    """Seconds of one decode step of `batch` sequences of model `a` on one replica (module
+    docstring); None without the GPU's datasheet figures."""
     weights_step = decode_step(a, lay.hw, lay.tp, lay.pp, lay.weights_total)
     if weights_step is None or not lay.hw.bf16_tflops:
         return None
@@ -212,8 +211,8 @@ def price(hw: Hardware, capacity_type: CapacityType, region: str) -> tuple[float
     return hw.usd_per_hour, ""
 
 
-def _cost(model: str, lay: _Layout, target: Target, max_model_len: int, usd_node: float) -> dict | None:
-    full = step_seconds(model, lay, lay.sustained, max_model_len)
+def _cost(a: Architecture, lay: _Layout, target: Target, max_model_len: int, usd_node: float) -> dict | None:
+    full = step_seconds(a, lay, lay.sustained, max_model_len)
     if full is None:
         return None
     per_replica = lay.sustained / full
@@ -233,7 +232,7 @@ def _cost(model: str, lay: _Layout, target: Target, max_model_len: int, usd_node
             replicas = max(needed, min(replicas, target.concurrency))
     if target.concurrency is not None:
         batch = target.concurrency / replicas
-        step = step_seconds(model, lay, batch, max_model_len)
+        step = step_seconds(a, lay, batch, max_model_len)
         assert step is not None
         achieved = replicas * batch / step
     else:
@@ -252,9 +251,10 @@ def _cost(model: str, lay: _Layout, target: Target, max_model_len: int, usd_node
 def recommend(model: str, max_model_len: int | None = None, concurrency: int | None = None,
               output_tokens_per_second: float | None = None, region: str = PRICED_REGION,
               capacity_type: CapacityType = "on-demand", max_nodes_per_replica: int | None = None,
-              top: int = DEFAULT_TOP) -> Recommendation:
+              top: int = DEFAULT_TOP, hf_token_file: str | None = None) -> Recommendation:
     _check(concurrency, output_tokens_per_second, max_model_len, max_nodes_per_replica, top)
-    a = resolve_model(model).architecture
+    resolved = resolve_model(model, hf_token_file)
+    a = resolved.architecture
     if max_model_len is not None and max_model_len > a.max_position_embeddings:
         raise InvalidOptionError(f"--max-model-len {max_model_len} exceeds the model's max_position_embeddings "
                                  f"({a.max_position_embeddings})")
@@ -264,7 +264,6 @@ def recommend(model: str, max_model_len: int | None = None, concurrency: int | N
         target = Target(concurrency=DEFAULT_CONCURRENCY, defaulted=True)
     else:
         target = Target(concurrency=concurrency, output_tokens_per_second=output_tokens_per_second)
-    resolved = resolve_model(model)
     model_id = resolved.id
     # A local config.json says nothing of where a pod would load the weights from, and the
     # sizing does not depend on it: the plans take a path on a volume for it.
@@ -272,7 +271,8 @@ def recommend(model: str, max_model_len: int | None = None, concurrency: int | N
     found: list[tuple[_Layout, dict]] = []
     others: list[Rejected] = []
     for hw in sorted(instance_catalog().values(), key=lambda h: h.name):
-        layouts, why = _layouts(model, hw, length, max_nodes, source)
+        layouts, why = _layouts(PlanRequest(model=model, instance=hw.name, max_model_len=length, model_source=source,
+                                            hf_token_file=hf_token_file), hw, max_nodes)
         if not layouts:
             others.append(Rejected(instance=hw.name, reason=why or "does not fit"))
             continue
@@ -280,7 +280,7 @@ def recommend(model: str, max_model_len: int | None = None, concurrency: int | N
         if usd_node is None:
             others.append(Rejected(instance=hw.name, reason=no_price))
             continue
-        costed = [(lay, c) for lay in layouts if (c := _cost(model, lay, target, length, usd_node)) is not None]
+        costed = [(lay, c) for lay in layouts if (c := _cost(a, lay, target, length, usd_node)) is not None]
         if not costed:
             others.append(Rejected(instance=hw.name, reason=f"no datasheet bandwidth/FLOPS for {hw.gpu}: no estimate"))
             continue

@@ -163,7 +163,8 @@ def test_a_step_is_slower_with_more_sequences():
     lay = instance_choice._planned(instance_choice.PlanRequest(model=M8, instance="p5.48xlarge", max_model_len=8192,
                                                                tensor_parallel_size=1, pipeline_parallel_size=1),
                                    instance_catalog()["p5.48xlarge"])
-    steps = [instance_choice.step_seconds(M8, lay, b, 8192) for b in (1, 8, 64, 256)]
+    a = instance_choice.resolve_model(M8).architecture
+    steps = [instance_choice.step_seconds(a, lay, b, 8192) for b in (1, 8, 64, 256)]
     assert all(s is not None for s in steps) and steps == sorted(steps) and steps[0] < steps[-1]
 
 
@@ -230,3 +231,18 @@ def test_a_local_config_json_is_ranked_and_its_plan_command_runs(cli, tmp_path):
     assert r.choices and all("--model-source /models/model" in c.plan_command for c in r.choices)
     plan = cli(*r.choices[0].plan_command.split()[1:], "--json")
     assert plan.exit_code == 0, plan.stderr
+
+
+# A Hub repo outside the catalog, through the Hub stand-in of test_hub_models (its fixtures).
+from tests.unit.test_hub_models import GATED, TOKEN, hub, online  # noqa: E402,F401
+
+
+def test_a_gated_hub_repo_is_ranked_with_a_token_file(online, monkeypatch, tmp_path, cli):
+    monkeypatch.delenv("HF_TOKEN")
+    token = tmp_path / "token"
+    token.write_text(TOKEN + "\n")
+    r = cli("recommend", "--model", GATED, "--hf-token-file", str(token), "--json")
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["model"] == GATED and data["choices"] and GATED in data["choices"][0]["plan_command"]
+    one_line_error(cli("recommend", "--model", GATED), GATED)   # no token: one line, as plan says it
