@@ -181,11 +181,14 @@ class Decisions:
         if b is None:
             s = budget_mod.Settings(tp, pp, self.util, self.batched, key[2], self.block_for(tp), self.kv_pin,
                                     self.req.async_scheduling, attention_backend=self.block_rule.backend)
-            sh = self._shapes.get(key[:2])
-            if sh is None:
-                sh = self._shapes[key[:2]] = budget_mod.shape(self.a, self.hw, self.p, tp, pp)
-            b = self._budgets[key] = budget_mod.compute(self.a, self.hw, self.p, s, sh)
+            b = self._budgets[key] = budget_mod.compute(self.a, self.hw, self.p, s, self._shape(tp, pp))
         return b
+
+    def _shape(self, tp: int, pp: int) -> budget_mod.Shape:
+        sh = self._shapes.get((tp, pp))
+        if sh is None:
+            sh = self._shapes[(tp, pp)] = budget_mod.shape(self.a, self.hw, self.p, tp, pp)
+        return sh
 
     def block_for(self, tp: int) -> int:
         """The block size vLLM runs with at this TP: the backend's (self.block), raised for a
@@ -317,6 +320,16 @@ class Decisions:
         _, why = self.choose_max_num_seqs(self.budget(tp, pp, seqs))
         return seqs, why + f" (KV tokens of the budget at max_num_seqs {seqs})"
 
+    def _weights_overflow(self, tp: int, pp: int) -> bool:
+        """Whether some stage's weights alone fill its GPUs at TP x PP, so no budget there can fit:
+        the stages share every layer of the one-stage layout (and the last stage keeps its own
+        head), so the largest holds at least 1/PP of its per-GPU bytes; the whole GPU when the KV
+        cache is pinned (vLLM then allocates beside the weights), else the requested share. A
+        KiB of slack covers the rounding of the per-stage sums."""
+        one_stage = self._shape(tp, 1).stages[0][1]
+        limit = self.hw.gpu_memory_bytes if self.kv_pin is not None else math.ceil(self.hw.gpu_memory_bytes * self.util)
+        return (one_stage - pp - 1024) / pp >= limit
+
     def fit_budget(self, tp: int, pp: int, min_concurrency: float = 1) -> budget_mod.Budget:
         """The budget a layout is judged by: at the default 256 sequences when that already holds
         `min_concurrency` requests, else at the max_num_seqs the plan would settle on there (fewer
@@ -327,6 +340,8 @@ class Decisions:
         return self.budget(tp, pp, self.settle_max_num_seqs(tp, pp)[0])
 
     def fits(self, tp: int, pp: int, min_concurrency: float) -> bool:
+        if pp > 1 and self._weights_overflow(tp, pp):
+            return False
         if not self.req.max_num_seqs and self.concurrency(self.budget(tp, pp, 1), self.required_len) < min_concurrency:
             # Neither the default nor a settled max_num_seqs can fit: none leaves more KV cache
             # than 1, the smallest candidate (its sampler pass is one sequence and its capture

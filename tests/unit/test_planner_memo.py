@@ -1,9 +1,10 @@
 """The planner's shortcuts change its speed, not its answers: the per-plan budget memo
 (Decisions.budget), the layout shapes shared across sequence counts (budget.Shape), the early
-"settling cannot help" refusal in Decisions.fits, the bounds of the max_num_seqs bisection and
-the answers kept for the bigger instances a refusal suggests give the same plans, and the same
-refusals, as computing every budget afresh, settling every layout, bisecting over every
-candidate and asking every bigger instance again."""
+"settling cannot help" refusal in Decisions.fits, the bounds of the max_num_seqs bisection, the
+answers kept for the bigger instances a refusal suggests and the pipeline depths refused on
+weights alone give the same plans, and the same refusals, as computing every budget afresh,
+settling every layout, bisecting over every candidate, asking every bigger instance again and
+budgeting every pipeline depth."""
 
 from __future__ import annotations
 
@@ -70,6 +71,7 @@ def test_plans_are_the_same_without_the_memo_and_the_shortcut(variant, monkeypat
     monkeypatch.setattr(Decisions, "fits", _plain_fits)
     monkeypatch.setattr(Decisions, "settle_max_num_seqs", _plain_settle)
     monkeypatch.setattr(decisions_mod, "_fits_one_machine", decisions_mod._fits_one_machine.__wrapped__)
+    monkeypatch.setattr(Decisions, "_weights_overflow", lambda self, tp, pp: False)
     slow = [_outcome(r) for r in reqs]
     assert [r.model + "|" + r.instance for r, f, s in zip(reqs, fast, slow) if f != s] == []
     assert any(f.startswith("refused") for f in fast) and any(not f.startswith("refused") for f in fast)
@@ -140,3 +142,30 @@ def test_the_bigger_instance_answers_are_keyed_by_the_instance_figures():
     assert decisions_mod._fits_one_machine.cache_info().currsize >= 2
     ok = PlanRequest(model="llama-3.1-8b-instruct", instance=h.name, pipeline_parallel_size=1).model_dump_json()
     assert decisions_mod._fits_one_machine(ok, h) is True
+
+
+@pytest.mark.parametrize("variant", ({}, {"kv_cache_memory_gib": 2.0}, {"gpu_memory_utilization": 0.5}),
+                         ids=("defaults", "pinned-kv", "half-utilization"))
+def test_a_layout_whose_weights_overflow_has_no_budget_that_fits(variant):
+    """The premise of the early pipeline-stage refusal: where Decisions._weights_overflow says a
+    stage's weights alone fill its GPUs, even the one-sequence budget leaves no KV cache, and the
+    largest stage holds at least 1/PP of the one-stage weights."""
+    from vllm_eks.hardware import instance_catalog
+
+    seen = 0
+    for model in sorted(model_catalog())[::2]:
+        for name in ("g4dn.xlarge", "g5.12xlarge", "g6e.xlarge", "p4d.24xlarge"):
+            if name not in instance_catalog():
+                continue
+            try:
+                d = Decisions(PlanRequest(model=model, instance=name, **variant))
+            except VllmEksError:
+                continue
+            tp = d.node_tp()
+            one = d._shape(tp, 1).stages[0][1]
+            for pp in range(2, 17):
+                assert max(w for _, w, _ in d._shape(tp, pp).stages) >= (one - pp) / pp
+                if d._weights_overflow(tp, pp):
+                    seen += 1
+                    assert not d.budget(tp, pp, 1).fits_weights
+    assert seen > 0
