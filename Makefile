@@ -23,7 +23,7 @@ RELEASE ?= vllm
 # mk/*.mk add their set-up steps to these lists.
 SETUP_TARGETS := venv
 TEST_SETUP_TARGETS :=
-BENCH_TARGETS := bench-planner bench-render bench-analyze
+BENCH_TARGETS := bench-planner bench-recommend bench-render bench-analyze
 
 # The charts: every charts/<name>/Chart.yaml, nothing else lists them (tools/gen-schemas.py and
 # tools/bench_render.py read the same directories; a test checks the generator's registry agrees).
@@ -39,7 +39,7 @@ TEST_ARGS_unit := -m "not (render or cluster or engine or kind)" tests/unit test
 TEST_ARGS_render := -m render tests
 
 .PHONY: help setup venv test test-unit test-render test-tiers render values schemas docs calibration-docs bench \
-	bench-planner bench-render bench-analyze clean
+	bench-planner bench-recommend bench-render bench-analyze clean
 # Every target documents itself with a `## ` comment on its rule line; help prints those.
 help: ## list every target with one line each
 	@awk -F ':[^=]*## ' '/^[a-zA-Z0-9_.-]+:[^=]*## / { printf "make %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -85,10 +85,13 @@ test-render: setup ## only the render tier: helm template/lint, schemas, checkov
 test-tiers: ## print each test tier and the pytest arguments that select it, tab-separated
 	@$(foreach t,$(TEST_TIERS),printf '%s' '$(t)'; printf '\t%s' $(TEST_ARGS_$(t)); printf '\n';)
 
-bench: $(BENCH_TARGETS) ## print planner, render and bench-analyze timings
+bench: $(BENCH_TARGETS) ## print planner, recommend, render and bench-analyze timings
 
 bench-planner: venv ## time the planner over the catalogs
 	$(BIN)/python tools/bench_planner.py
+
+bench-recommend: venv ## time `vllm-eks recommend` for every catalog model (and a catalog three times as large)
+	$(BIN)/python tools/bench_recommend.py
 
 bench-analyze: venv ## time `vllm-eks bench analyze` on a 20-level sweep (with --plan, --json, --plots)
 	$(BIN)/python tools/bench_analyze.py

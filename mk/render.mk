@@ -10,8 +10,8 @@ render: venv helm ## plan MODEL on INSTANCE, write values into OUT and render ev
 	  echo "rendered charts/$$chart -> $(OUT)/rendered/$$chart.yaml ($$(grep -c '^kind:' $(OUT)/rendered/$$chart.yaml) objects)"; \
 	done
 
-# README blocks generated from the tools (example plan, scenario list); `docs` also runs them.
-readme: venv ## regenerate the README blocks made by the tools (example plan, scenario list)
+# README blocks generated from the tools (example plan, example recommend, scenario list); `docs` also runs them.
+readme: venv ## regenerate the README blocks made by the tools (example plan, example recommend, scenario list)
 	$(BIN)/python tools/update_readme.py
 docs: readme calibration-docs
 

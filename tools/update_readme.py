@@ -1,5 +1,6 @@
 """Regenerate (or --check) the generated blocks of the top-level README: the example
-`vllm-eks plan` output and the scenario list, both produced by the tools themselves."""
+`vllm-eks plan` and `vllm-eks recommend` outputs and the scenario list, all produced by the
+tools themselves."""
 
 from __future__ import annotations
 
@@ -25,6 +26,22 @@ def plan_example() -> str:
     return "```\n$ vllm-eks plan --model llama-3.1-70b-instruct --instance p5.48xlarge\n" + text + "```\n"
 
 
+RECOMMEND_ARGS = ["recommend", "--model", "llama-3.1-70b-instruct"]
+
+
+def recommend_example() -> str:
+    """`vllm-eks recommend` as the command prints it."""
+    from click.testing import CliRunner
+
+    from vllm_eks.cli import main
+
+    result = CliRunner().invoke(main, RECOMMEND_ARGS, catch_exceptions=False)
+    if result.exit_code:
+        raise SystemExit(f"vllm-eks {' '.join(RECOMMEND_ARGS)} failed: {result.output}")
+    text = "\n".join(line.rstrip() for line in result.output.splitlines())
+    return f"```\n$ vllm-eks {' '.join(RECOMMEND_ARGS)}\n{text}\n```\n"
+
+
 def scenario_list() -> str:
     data = yaml.safe_load((ROOT / "values" / "scenarios.yaml").read_text())["scenarios"]
     rows = ["| folder | what | command |", "|---|---|---|"]
@@ -33,7 +50,7 @@ def scenario_list() -> str:
     return "\n".join(rows) + "\n"
 
 
-BLOCKS = {"plan-example": plan_example, "scenarios": scenario_list}
+BLOCKS = {"plan-example": plan_example, "recommend-example": recommend_example, "scenarios": scenario_list}
 
 
 def render(text: str) -> str:

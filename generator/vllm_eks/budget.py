@@ -87,18 +87,46 @@ def _precision(a: Architecture, hw: Hardware, p: Precisions) -> weights.Precisio
     return weights.precision_for(a, p.dtype_bytes, p.quant_bits, p.quant_scope, hw.compute_capability, p.quantization)
 
 
-def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings) -> Budget:
+@dataclass(frozen=True)
+class Shape:
+    """What a layout's budget holds whatever the engine settings: each stage's layer count,
+    weight bytes and KV layout, and the checkpoint's size. `compute` derives it, or takes it
+    from a caller that budgets the same layout at several max_num_seqs."""
+    tp: int
+    pp: int
+    weights_total: int
+    stages: tuple[tuple[int, int, kvcache.KVLayout], ...]   # (layers, weight bytes, KV layout) per stage
+
+
+def shape(a: Architecture, hw: Hardware, p: Precisions, tp: int, pp: int) -> Shape:
     prec = _precision(a, hw, p)
+    stages = tuple((len(layers), weights.stage_bytes(a, prec, tp, pp, stage),
+                    kvcache.layout(a, tp, layers, p.kv_dtype_bytes, p.dtype_bytes))
+                   for stage, layers in enumerate(weights.layer_ranges(a.num_layers, pp)))
+    return Shape(tp, pp, weights.bytes_total(a, weights.as_stored(a, prec)), stages)
+
+
+def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings, layout_shape: Shape | None = None) -> Budget:
+    """The budget of settings `s`; `layout_shape` is `shape(a, hw, p, s.tp, s.pp)` when the
+    caller already has it."""
+    sh = layout_shape or shape(a, hw, p, s.tp, s.pp)
+    if (sh.tp, sh.pp) != (s.tp, s.pp):
+        raise ValueError(f"shape of TP={sh.tp} x PP={sh.pp} given for settings TP={s.tp} x PP={s.pp}")
     # vLLM: requested_memory = ceil(total * gpu_memory_utilization)
     requested = math.ceil(hw.gpu_memory_bytes * s.gpu_memory_utilization)
     stages = []
-    for stage, layers in enumerate(weights.layer_ranges(a.num_layers, s.pp)):
-        w = weights.stage_bytes(a, prec, s.tp, s.pp, stage)
-        over = overheads.estimate(a, s.tp, s.pp, len(layers), s.max_num_batched_tokens, s.max_num_seqs,
-                                  p.dtype_bytes, max_capture(hw), nvlink="NVLink" in hw.interconnect,
-                                  backend=s.attention_backend)
-        if not s.graphs_subtracted:
-            over = over.without_graphs()
+    # the overheads of a stage depend on its number of layers, not on which layers: stages of
+    # the same length share one estimate
+    by_length: dict[int, overheads.Overheads] = {}
+    for stage, (layers, w, lay) in enumerate(sh.stages):
+        over = by_length.get(layers)
+        if over is None:
+            over = overheads.estimate(a, s.tp, s.pp, layers, s.max_num_batched_tokens, s.max_num_seqs,
+                                      p.dtype_bytes, max_capture(hw), nvlink="NVLink" in hw.interconnect,
+                                      backend=s.attention_backend)
+            if not s.graphs_subtracted:
+                over = over.without_graphs()
+            by_length[layers] = over
         pin_room = hw.gpu_memory_bytes - w - over.total
         if s.kv_cache_memory_bytes is not None:
             # vLLM allocates the pinned KV cache beside the weights without profiling: a pin
@@ -108,9 +136,8 @@ def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings) -> Budget
         else:
             available = requested - w - over.total
             band = (requested - w - over.expected, requested - w - over.optimistic)
-        stages.append(StageBudget(stage, requested, w, over, available,
-                                  kvcache.layout(a, s.tp, layers, p.kv_dtype_bytes, p.dtype_bytes), pin_room, *band))
-    budget = Budget(s, weights.bytes_total(a, weights.as_stored(a, prec)), tuple(stages), 0)
+        stages.append(StageBudget(stage, requested, w, over, available, lay, pin_room, *band))
+    budget = Budget(s, sh.weights_total, tuple(stages), 0)
     cap = budget.kv_capacity(1)
     return Budget(s, budget.weights_total, budget.stages, cap.num_blocks)
 

@@ -294,6 +294,43 @@ def _command_line(ctx: click.Context) -> str:
     return " ".join(words)
 
 
+@main.command()
+@click.option("--model", required=True, help="Catalog id, Hugging Face repo id (ORG/NAME[@REVISION], read from the Hub "
+              "when the catalog lacks it), or path to a config.json.")
+@click.option("--hf-token-file", help="File holding a Hugging Face token, to read a gated --model repo from the Hub "
+                                      "(default: the HF_TOKEN environment variable).")
+@click.option("--max-model-len", type=int, help="Context every layout must hold (default: the model's maximum, at most 8192).")
+@click.option("--concurrency", type=int, help="Target: requests in flight at once, each up to --max-model-len "
+              "(default 32 when no --output-tokens-per-second is given).")
+@click.option("--output-tokens-per-second", type=float, help="Target: output tokens per second of the whole deployment.")
+@click.option("--region", default="us-east-1", show_default=True,
+              help="AWS region of the prices (the catalog holds us-east-1 on-demand prices).")
+@click.option("--capacity-type", type=click.Choice(["on-demand", "spot"]), default="on-demand", show_default=True)
+@click.option("--max-nodes-per-replica", type=int, help="Most machines one model copy may span (default 16).")
+@click.option("--top", type=int, default=5, show_default=True, help="Choices in the table (--json lists all).")
+@click.option("--json", "as_json", is_flag=True, help="Print every choice and every reason as one JSON object.")
+def recommend(model: str, hf_token_file: str | None, max_model_len: int | None, concurrency: int | None,
+              output_tokens_per_second: float | None, region: str, capacity_type: str,
+              max_nodes_per_replica: int | None, top: int, as_json: bool) -> None:
+    """Rank every catalog instance type and layout for a model by estimated cost per million
+    output tokens at a target; `bench analyze --plan` measures a deployment."""
+    from . import instance_choice
+
+    r = instance_choice.recommend(model, max_model_len, concurrency, output_tokens_per_second, region,
+                                  capacity_type, max_nodes_per_replica, top,  # type: ignore[arg-type]
+                                  hf_token_file=hf_token_file)
+    if as_json:
+        click.echo(json.dumps(r.model_dump(), indent=2, allow_nan=False))
+        return
+    click.echo(instance_choice.header(r), nl=False)
+    if r.choices:
+        Console(width=150).print(instance_choice.table(r, top))
+    else:
+        click.echo("no instance type in the catalog has a priced layout for this model: see the reasons below")
+    if r.others:
+        click.echo("other instance types:\n" + instance_choice.others_text(r), nl=False)
+
+
 @main.command("check-fit")
 @click.argument("scenario_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--helm", help="helm binary to render with (default: $VLLM_EKS_HELM, else helm on PATH).")

@@ -10,6 +10,7 @@ and TP never spans machines."""
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from pathlib import Path
 
 from . import attention, kvcache
@@ -141,6 +142,8 @@ class Decisions:
                 "--model-source (a Hugging Face repo id such as org/name, s3://bucket/prefix, or a path on a PVC "
                 "such as /models/name)")
         self.a = self.model.architecture
+        self._budgets: dict[tuple[int, int, int], budget_mod.Budget] = {}
+        self._shapes: dict[tuple[int, int], budget_mod.Shape] = {}
         self.hw: Hardware = resolve_hardware(req.instance, req.gpu_memory_mib, req.gpus_per_node,
                                              req.hardware_name, req.price_per_hour)
         self.p = _precisions(self.a, req, self.hw.compute_capability, self.hw.gpu)
@@ -168,9 +171,24 @@ class Decisions:
                 f"--max-num-batched-tokens ({self.batched}) must be >= max_num_seqs ({self.seqs0})")
 
     def budget(self, tp: int, pp: int, seqs: int | None = None) -> budget_mod.Budget:
-        s = budget_mod.Settings(tp, pp, self.util, self.batched, seqs or self.seqs0, self.block_for(tp), self.kv_pin,
-                                self.req.async_scheduling, attention_backend=self.block_rule.backend)
-        return budget_mod.compute(self.a, self.hw, self.p, s)
+        """The budget of layout TP x PP at `seqs` sequences (default: the starting max_num_seqs).
+        Everything else it depends on is fixed when the Decisions are made, so each layout and
+        sequence count is computed once per plan: choosing the layout and settling max_num_seqs
+        ask for the same budgets many times, and the weights and KV layout of a layout do not change
+        with the sequence count. The memos live and die with this object."""
+        key = (tp, pp, seqs or self.seqs0)
+        b = self._budgets.get(key)
+        if b is None:
+            s = budget_mod.Settings(tp, pp, self.util, self.batched, key[2], self.block_for(tp), self.kv_pin,
+                                    self.req.async_scheduling, attention_backend=self.block_rule.backend)
+            b = self._budgets[key] = budget_mod.compute(self.a, self.hw, self.p, s, self._shape(tp, pp))
+        return b
+
+    def _shape(self, tp: int, pp: int) -> budget_mod.Shape:
+        sh = self._shapes.get((tp, pp))
+        if sh is None:
+            sh = self._shapes[(tp, pp)] = budget_mod.shape(self.a, self.hw, self.p, tp, pp)
+        return sh
 
     def block_for(self, tp: int) -> int:
         """The block size vLLM runs with at this TP: the backend's (self.block), raised for a
@@ -286,7 +304,12 @@ class Decisions:
         if self.req.max_num_seqs:
             return self.choose_max_num_seqs(self.budget(tp, pp))
         candidates = list(range(1, 8)) + list(range(8, DEFAULT_MAX_NUM_SEQS + 1, 8))
-        lo, hi = 0, len(candidates) - 1
+        # More sequences never leave more KV cache (tests/unit/test_planner_memo.py), so the count
+        # chosen from the budget at the most sequences holds its own requests (a lower bound),
+        # and none above the count chosen at the fewest can (an upper bound): the bisection
+        # only searches between them, often nothing at all.
+        lo = candidates.index(self.choose_max_num_seqs(self.budget(tp, pp, candidates[-1]))[0])
+        hi = candidates.index(self.choose_max_num_seqs(self.budget(tp, pp, candidates[0]))[0])
         while lo < hi:
             mid = (lo + hi + 1) // 2
             if self.choose_max_num_seqs(self.budget(tp, pp, candidates[mid]))[0] >= candidates[mid]:
@@ -296,6 +319,16 @@ class Decisions:
         seqs = candidates[lo]
         _, why = self.choose_max_num_seqs(self.budget(tp, pp, seqs))
         return seqs, why + f" (KV tokens of the budget at max_num_seqs {seqs})"
+
+    def _weights_overflow(self, tp: int, pp: int) -> bool:
+        """Whether some stage's weights alone fill its GPUs at TP x PP, so no budget there can fit:
+        the stages share every layer of the one-stage layout (and the last stage keeps its own
+        head), so the largest holds at least 1/PP of its per-GPU bytes; the whole GPU when the KV
+        cache is pinned (vLLM then allocates beside the weights), else the requested share. A
+        KiB of slack covers the rounding of the per-stage sums."""
+        one_stage = self._shape(tp, 1).stages[0][1]
+        limit = self.hw.gpu_memory_bytes if self.kv_pin is not None else math.ceil(self.hw.gpu_memory_bytes * self.util)
+        return (one_stage - pp - 1024) / pp >= limit
 
     def fit_budget(self, tp: int, pp: int, min_concurrency: float = 1) -> budget_mod.Budget:
         """The budget a layout is judged by: at the default 256 sequences when that already holds
@@ -307,6 +340,13 @@ class Decisions:
         return self.budget(tp, pp, self.settle_max_num_seqs(tp, pp)[0])
 
     def fits(self, tp: int, pp: int, min_concurrency: float) -> bool:
+        if pp > 1 and self._weights_overflow(tp, pp):
+            return False
+        if not self.req.max_num_seqs and self.concurrency(self.budget(tp, pp, 1), self.required_len) < min_concurrency:
+            # Neither the default nor a settled max_num_seqs can fit: none leaves more KV cache
+            # than 1, the smallest candidate (its sampler pass is one sequence and its capture
+            # list {1, 2} is part of every larger one's, so every overhead term is at its least).
+            return False
         return self.concurrency(self.fit_budget(tp, pp, min_concurrency), self.required_len) >= min_concurrency
 
     def require_fit(self, tp: int, pp: int, pinned: bool) -> None:
@@ -370,11 +410,7 @@ class Decisions:
             trial = self.req.model_copy(update={"instance": h.name, "tensor_parallel_size": None,
                                                 "pipeline_parallel_size": 1, "gpu_memory_mib": None,
                                                 "gpus_per_node": None, "hardware_name": None})
-            try:
-                other = Decisions(trial)
-            except InvalidOptionError:
-                continue
-            if not other.fits(other.node_tp(), 1, 1):
+            if not _fits_one_machine(trial.model_dump_json(), h):
                 continue
             out.append(f"bigger instance: one {h.name} (--instance {h.name})")
             break
@@ -507,6 +543,20 @@ def phases(req: PlanRequest, layout: LayoutPlan, engine: EnginePlan) -> tuple[Ph
     decode = PhasePlan(role="decode", replicas=decode_n, max_num_seqs=seqs,
                        max_num_batched_tokens=engine.max_num_batched_tokens, settings=settings(seqs))
     return prefill, decode
+
+
+@lru_cache(maxsize=2048)
+def _fits_one_machine(request_json: str, hw: Hardware) -> bool:
+    """Whether the request fits one machine of its instance `hw` at TP = that machine's GPUs
+    (False when the request is invalid there): the question `alternatives` asks of each bigger
+    instance. Every refusal of the same model asks it again of the same instances, so the
+    answers are kept, keyed by the whole request and the instance's every figure (a catalog that
+    changed would not be answered from an old entry); at most 2048 of them, a few MB."""
+    try:
+        other = Decisions(PlanRequest.model_validate_json(request_json))
+    except InvalidOptionError:
+        return False
+    return other.fits(other.node_tp(), 1, 1)
 
 
 def _catalog_instances() -> list[Hardware]:

@@ -15,6 +15,7 @@ formula of the model config and the engine settings; where the public logs leave
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .architecture import Architecture
 
@@ -83,8 +84,17 @@ def graph_counts(max_num_seqs: int, max_num_batched_tokens: int, max_capture: in
     """(piecewise graphs, full graphs) under vLLM 0.32's default FULL_AND_PIECEWISE mode:
     a piecewise graph for every capture size, a full graph for every uniform-decode batch
     (capture sizes up to max_num_seqs)."""
+    piecewise, full, _ = _graph_shape(max_num_seqs, max_num_batched_tokens, max_capture)
+    return piecewise, full
+
+
+@lru_cache(maxsize=4096)
+def _graph_shape(max_num_seqs: int, max_num_batched_tokens: int, max_capture: int) -> tuple[int, int, int]:
+    """(piecewise graphs, full graphs, largest capture size): what the estimate needs of the
+    capture list. A pure function of three integers, asked for again and again while a plan
+    settles max_num_seqs, so it is kept (a few thousand small tuples at most)."""
     sizes = capture_sizes(max_num_seqs, max_num_batched_tokens, max_capture)
-    return len(sizes), len([s for s in sizes if s <= max_num_seqs])
+    return len(sizes), len([s for s in sizes if s <= max_num_seqs]), sizes[-1]
 
 
 @dataclass(frozen=True)
@@ -197,8 +207,7 @@ def estimate(a: Architecture, tp: int, pp: int, layers_on_rank: int, max_num_bat
     non_torch = nt("plan")
     nt_f = f"{NON_TORCH_BASE // MIB} MiB base" + (
         f" + {collectives // MIB} MiB NCCL/all-reduce buffers ({'NVLink' if nvlink else 'PCIe'})" if talks else "") + ws_f
-    piecewise, full = graph_counts(max_num_seqs, max_num_batched_tokens, max_capture)
-    largest = capture_sizes(max_num_seqs, max_num_batched_tokens, max_capture)[-1]
+    piecewise, full, largest = _graph_shape(max_num_seqs, max_num_batched_tokens, max_capture)
     graphs = piecewise + full
 
     def cg(scenario: str) -> int:

@@ -77,6 +77,7 @@ def embedding_params(a: Architecture) -> tuple[int, int]:
     return emb, (0 if a.tie_word_embeddings else emb)
 
 
+@lru_cache(maxsize=256)
 def total_parameters(a: Architecture) -> int:
     emb, head = embedding_params(a)
     layers = sum(_sum(lp) for lp in layer_table(a))
