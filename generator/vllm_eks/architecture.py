@@ -445,6 +445,8 @@ def _refuse_state(top: dict, cfg: dict, where: str) -> None:
         archs = d.get("architectures")
         if isinstance(archs, list):
             for a in archs:
+                if not isinstance(a, str):
+                    continue  # not a class name: the architecture check proper names the field
                 if a in HYBRID_ARCHITECTURES or a in ATTENTION_FREE_ARCHITECTURES:
                     kind = "has no attention layers" if a in ATTENTION_FREE_ARCHITECTURES else "is a hybrid model"
                     raise UnsupportedArchitectureError(
