@@ -36,7 +36,8 @@ def summary_rows(p: Plan) -> list[tuple[str, str]]:
                                  f"on --cache {p.pod.cache})"),
         ("grace period", f"{p.pod.termination_grace_period_seconds} s (preStop {p.pod.prestop_seconds} s, "
                          f"--shutdown-timeout {p.pod.shutdown_timeout_seconds} s)"),
-        ("cost per replica", f"${p.cost.cost_per_hour_usd:.2f}/h" if p.cost.cost_per_hour_usd is not None else "unknown price"),
+        ("cost per replica", f"${p.cost.cost_per_hour_usd:.2f}/h" if p.cost.cost_per_hour_usd is not None
+                             else "unknown price (give --price-per-hour)"),
     ]
     if p.quota is not None:
         rows.append(("EC2 vCPU quota", quota.summary(p.quota)))
