@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -48,7 +49,7 @@ PRICING_REGION = "us-east-1"
 # Short timeouts and few attempts: a plan must not hang on a network that drops packets.
 CONNECT_TIMEOUT_S = 5
 READ_TIMEOUT_S = 20
-MAX_ATTEMPTS = 3
+MAX_ATTEMPTS = 3  # in all, the first try included (botocore total_max_attempts)
 
 # Region code -> the Price List API's `location` attribute (the values `aws pricing
 # get-attribute-values --service-code AmazonEC2 --attribute-name location` lists). They are
@@ -277,13 +278,14 @@ def lookup_instance(instance: str, region: str | None, price: float | None,
             f"--instance {instance} is not in the catalog, and reading it from EC2 needs boto3 "
             f"(pip install 'vllm-eks[aws]'); or {custom_flags(instance)}") from None
     session = boto3.session.Session()
-    region = region or session.region_name
+    # boto3 reads AWS_DEFAULT_REGION and the profile's region; AWS_REGION is the other SDKs' name
+    region = region or session.region_name or os.environ.get("AWS_REGION") or None
     if not region:
         raise UnknownInstanceError(
             f"--instance {instance} is not in the catalog and no AWS region is set to read it from EC2: give --region "
-            f"(e.g. us-east-1) or set AWS_REGION or a profile region; or {custom_flags(instance)}")
+            f"(e.g. us-east-1) or set AWS_REGION, AWS_DEFAULT_REGION or a profile region; or {custom_flags(instance)}")
     config = botocore.config.Config(connect_timeout=CONNECT_TIMEOUT_S, read_timeout=READ_TIMEOUT_S,
-                                    retries={"max_attempts": MAX_ATTEMPTS, "mode": "standard"})
+                                    retries={"total_max_attempts": MAX_ATTEMPTS, "mode": "standard"})
     where = f"EC2 DescribeInstanceTypes in {region}"
     try:
         ec2 = session.client("ec2", region_name=region, config=config)

@@ -1,0 +1,78 @@
+"""The aws tier's fixtures: moto's server (EC2) from the tier's venv on 127.0.0.1, and the CLI of
+that venv (the generator with boto3) run with an environment that holds only what a test gives
+it: no AWS variable, profile or credentials file of the machine, and no instance metadata lookup,
+so nothing can reach AWS."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class AwsVenvMissing(RuntimeError):
+    pass
+
+
+def aws_venv() -> Path:
+    root = Path(os.environ.get("VLLM_EKS_AWS_VENV") or REPO_ROOT / ".venv-aws")
+    for tool in ("moto_server", "vllm-eks"):
+        if not (root / "bin" / tool).exists():
+            raise AwsVenvMissing(f"{root}/bin/{tool} missing: run make aws-setup")
+    return root
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def moto_ec2(tmp_path_factory) -> str:
+    """URL of a moto server (all of moto's services; the tests use its EC2)."""
+    port = _free_port()
+    log = (tmp_path_factory.mktemp("moto") / "moto.log").open("w")
+    proc = subprocess.Popen([str(aws_venv() / "bin" / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(f"moto_server did not start on 127.0.0.1:{port} (log: {log.name})") from None
+            time.sleep(0.2)
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(timeout=10)
+    log.close()
+
+
+@pytest.fixture
+def aws_cli(tmp_path):
+    """aws_cli(*args, env={...}) -> CompletedProcess of the aws venv's `vllm-eks`. The base
+    environment has no AWS settings at all; `env` adds the test's (None removes a variable)."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    base.update({"AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
+                 "AWS_CONFIG_FILE": str(tmp_path / "no-config"), "AWS_EC2_METADATA_DISABLED": "true",
+                 "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"})
+    binary = str(aws_venv() / "bin" / "vllm-eks")
+
+    def run(*args: str, env: dict[str, str | None] | None = None) -> subprocess.CompletedProcess:
+        full = dict(base)
+        for k, v in (env or {}).items():
+            if v is None:
+                full.pop(k, None)
+            else:
+                full[k] = v
+        return subprocess.run([binary, *args], env=full, capture_output=True, text=True, timeout=120)
+    return run
