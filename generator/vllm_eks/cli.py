@@ -309,18 +309,23 @@ def check_fit_command(scenario_dir: Path, helm: str | None, quotas: tuple[str, .
     from .plan import Plan
     from .quota import summary as quota_summary
 
+    from .ec2_instances import hardware_from_record
+
     limits = parse_quotas(quotas)
     plan_file = scenario_dir / "plan.json"
-    quota = None
+    quota, outside = None, None
     if plan_file.is_file():
         try:
-            quota = Plan.from_summary(json.loads(plan_file.read_text())).quota
+            saved = Plan.from_summary(json.loads(plan_file.read_text()))
+            quota = saved.quota
+            # a node outside the catalog: the figures the plan sized it by
+            outside = hardware_from_record(saved.hardware) if saved.hardware else None
         except (ValueError, KeyError, TypeError) as e:
             _fail(f"{plan_file}: not a plan.json `vllm-eks values` writes ({type(e).__name__}: {str(e).splitlines()[0]})")
     elif limits:
         _fail(f"--quota: {plan_file} is missing, so there are no quota figures to check")
     check_quotas(quota, limits)
-    mismatches = check_fit(scenario_dir, helm=helm)
+    mismatches = check_fit(scenario_dir, helm=helm, catalog={outside.name: outside} if outside else None)
     if quota is not None:
         click.echo(f"{scenario_dir}: EC2 vCPU quota, {quota_summary(quota)}; "
                    f"{quota.quota_on_demand_bucket} or {quota.quota_spot_bucket}")

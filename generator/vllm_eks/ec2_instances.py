@@ -30,7 +30,7 @@ import csv
 import json
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from functools import lru_cache
 from importlib import resources
 
@@ -237,6 +237,23 @@ def with_custom_shape(hw: hw_mod.Hardware, vcpus: int | None, memory_gib: float 
               "custom hardware has no ENI figures")
     return replace(hw, vcpu=vcpus, memory_mib=memory_mib, alloc_cpu_millicores=alloc.cpu_millicores,
                    alloc_memory_bytes=alloc.memory_mib * MIB, max_pods=alloc.max_pods, shape_source=source)
+
+
+def hardware_record(hw: hw_mod.Hardware) -> dict | None:
+    """The Plan's record of a node outside the catalog whose allocatable is known (plan.json's
+    `hardware`), so check-fit sizes the pool's nodes as the plan did; None otherwise."""
+    if hw.in_catalog or not hw.alloc_cpu_millicores:
+        return None
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(hw).items()}
+
+
+def hardware_from_record(record: dict) -> hw_mod.Hardware:
+    """The Hardware of a plan.json `hardware` record (unknown keys ignored)."""
+    known = {f.name for f in fields(hw_mod.Hardware)}
+    values = {k: v for k, v in record.items() if k in known}
+    if values.get("compute_capability") is not None:
+        values["compute_capability"] = tuple(values["compute_capability"])
+    return hw_mod.Hardware(**values)
 
 
 def price_from_products(price_list: list) -> tuple[float, str] | None:

@@ -168,3 +168,17 @@ def test_unreachable_ec2_is_one_line_and_quick(aws_cli, pricing):
              "could not reach EC2 DescribeInstanceTypes in us-east-1 (EndpointConnectionError)", "AWS_ENDPOINT_URL",
              *NO_WAY_OUT)
     assert time.monotonic() - start < 60
+
+
+def test_values_of_a_type_read_from_ec2_pass_check_fit(aws_cli, moto_ec2, pricing, tmp_path):
+    from tests.harness.tools import require_tool
+
+    env = endpoints(moto_ec2, pricing.url)
+    out = tmp_path / "p5-4xlarge"
+    r = aws_cli("values", *M8, "--instance", "p5.4xlarge", "--out", str(out), env=env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((out / "plan.json").read_text())["hardware"]["max_pods"] == 118
+    # check-fit reads plan.json, not AWS: the endpoints are gone
+    r = aws_cli("check-fit", str(out), "--helm", str(require_tool("helm4")), env=CREDS)
+    assert r.returncode == 0, r.stderr
+    assert "P bucket: 16 / 64 / 64 vCPUs" in r.stdout

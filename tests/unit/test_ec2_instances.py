@@ -168,3 +168,15 @@ def test_catalog_instance_refuses_flags_of_hardware_outside_it(cli, extra, words
 def test_catalog_price_override_is_named_in_explain(cli):
     text = cli("explain", "--model", "llama-3.1-8b-instruct", "--instance", "g6e.xlarge", "--price-per-hour", "1.5").stdout
     assert "cost_per_hour_usd = $1.50\n    = $1.5/h x 1 node(s) x 1/1 GPUs\n    why: --price-per-hour" in text
+
+
+def test_plan_json_records_a_node_outside_the_catalog_only(plan_json):
+    from vllm_eks.plan import Plan
+
+    p = plan_json(*CUSTOM, "--vcpus", "8", "--memory-gib", "64")
+    hw = ec2.hardware_from_record(Plan.from_summary(p).hardware)
+    assert (hw.name, hw.vcpu, hw.alloc_cpu_millicores, hw.max_pods, hw.in_catalog) == ("g6e.2xlarge", 8, 7910, 110, False)
+    assert "hardware" not in plan_json(*CUSTOM)  # allocatable unknown: nothing for check-fit to size by
+    assert "hardware" not in plan_json("--model", "llama-3.1-8b-instruct", "--instance", "g6e.xlarge")
+    record = ec2.hardware_record(ec2.hardware_from_shape(ec2.shape_from_ec2(info()), "us-east-1", 1.0, "p"))
+    assert ec2.hardware_from_record(json.loads(json.dumps(record))).compute_capability == (8, 9)
