@@ -27,12 +27,14 @@ Sources:
 from __future__ import annotations
 
 import csv
+import datetime
 import json
 import os
 import re
 from dataclasses import asdict, dataclass, fields, replace
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 
 from . import hardware as hw_mod
 from . import node_allocatable
@@ -49,6 +51,8 @@ PRICING_REGION = "us-east-1"
 # Short timeouts and few attempts: a plan must not hang on a network that drops packets.
 CONNECT_TIMEOUT_S = 5
 READ_TIMEOUT_S = 20
+# EC2's answer for a type is kept on disk this long (cache_dir()); instance shapes do not change.
+CACHE_MAX_AGE_DAYS = 30
 MAX_ATTEMPTS = 3  # in all, the first try included (botocore total_max_attempts)
 
 # Region code -> the Price List API's `location` attribute (the values `aws pricing
@@ -190,7 +194,7 @@ def _interconnect(gpu: str, count: int) -> str:
 
 
 def hardware_from_shape(shape: Ec2Shape, region: str, price: float | None, price_source: str,
-                        max_pods: int | None = None) -> hw_mod.Hardware:
+                        max_pods: int | None = None, via: str = "") -> hw_mod.Hardware:
     """The Hardware of an EC2 shape: allocatable by Karpenter's formula, GPU memory from the
     catalog's facts where the GPU matches, derived otherwise."""
     gpu = karpenter_gpu_name(shape.gpu_name)
@@ -199,7 +203,7 @@ def hardware_from_shape(shape: Ec2Shape, region: str, price: float | None, price
                                          shape.ipv4_per_interface, max_pods)
     pods = (f"--max-pods {max_pods}" if max_pods is not None else
             f"{shape.max_network_interfaces} ENIs x ({shape.ipv4_per_interface} IPv4 - 1) + 2 = {alloc.max_pods}")
-    shape_source = (f"EC2 DescribeInstanceTypes in {region}: {shape.vcpus} vCPUs, {shape.memory_mib} MiB, "
+    shape_source = (f"EC2 DescribeInstanceTypes in {region}{f' ({via})' if via else ''}: {shape.vcpus} vCPUs, {shape.memory_mib} MiB, "
                     f"{shape.gpu_count} x {shape.gpu_name} {shape.gpu_memory_mib} MiB (GPU facts "
                     f"{'from the catalog' if known else 'derived: not in the catalog'}), EFA {shape.efa_max}, "
                     f"{shape.network_mbps} Mbit/s, {shape.local_nvme_gb} GB NVMe; max pods {pods}")
@@ -303,6 +307,23 @@ def lookup_instance(instance: str, region: str | None, price: float | None,
             f"(e.g. us-east-1) or set AWS_REGION, AWS_DEFAULT_REGION or a profile region; or {custom_flags(instance)}")
     config = botocore.config.Config(connect_timeout=CONNECT_TIMEOUT_S, read_timeout=READ_TIMEOUT_S,
                                     retries={"total_max_attempts": MAX_ATTEMPTS, "mode": "standard"})
+    cached = _cache_read(region, instance)
+    if cached is not None:
+        info, read = cached
+        via = f"read {read}, from the cache {_cache_file(region, instance)}"
+    else:
+        info = _describe(session, config, bx, instance, region)
+        via = _cache_write(region, instance, info)
+    shape = shape_from_ec2(info)
+    if price is not None:
+        source = "--price-per-hour"
+    else:
+        price, source = _pricing(session, config, bx, instance, region)
+    return hardware_from_shape(shape, region, price, source, max_pods, via)
+
+
+def _describe(session, config, bx, instance: str, region: str) -> dict:
+    """The InstanceTypeInfo of one type from EC2, or one UnknownInstanceError line."""
     where = f"EC2 DescribeInstanceTypes in {region}"
     try:
         ec2 = session.client("ec2", region_name=region, config=config)
@@ -327,12 +348,47 @@ def lookup_instance(instance: str, region: str | None, price: float | None,
     if not infos:
         raise UnknownInstanceError(f"--instance {instance}: {where} knows no such instance type: check the spelling "
                                    f"(e.g. g6e.2xlarge) and that {region} offers it (--region)")
-    shape = shape_from_ec2(infos[0])
-    if price is not None:
-        source = "--price-per-hour"
-    else:
-        price, source = _pricing(session, config, bx, instance, region)
-    return hardware_from_shape(shape, region, price, source, max_pods)
+    return infos[0]
+
+
+def cache_dir() -> Path:
+    """Where EC2's answers are kept: $VLLM_EKS_CACHE_DIR/ec2, else $XDG_CACHE_HOME/vllm-eks/ec2,
+    else ~/.cache/vllm-eks/ec2 (one file per region and type; delete one to read it again)."""
+    if os.environ.get("VLLM_EKS_CACHE_DIR"):
+        return Path(os.environ["VLLM_EKS_CACHE_DIR"]) / "ec2"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vllm-eks" / "ec2"
+
+
+def _cache_file(region: str, instance: str) -> Path:
+    return cache_dir() / region / f"{instance}.json"
+
+
+def _cache_read(region: str, instance: str) -> tuple[dict, str] | None:
+    """A kept DescribeInstanceTypes answer younger than CACHE_MAX_AGE_DAYS, with its date."""
+    try:
+        kept = json.loads(_cache_file(region, instance).read_text())
+        read = datetime.date.fromisoformat(kept["read"])
+        info = kept["instance_type"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(info, dict) or info.get("InstanceType") != instance:
+        return None
+    if (datetime.date.today() - read).days > CACHE_MAX_AGE_DAYS:
+        return None
+    return info, read.isoformat()
+
+
+def _cache_write(region: str, instance: str, info: dict) -> str:
+    today = datetime.date.today().isoformat()
+    path = _cache_file(region, instance)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"read": today, "region": region, "instance_type": info}, indent=1, default=str))
+        tmp.replace(path)
+    except OSError:
+        return f"read {today}, not cached (cannot write {path})"
+    return f"read {today}, kept in {path}"
 
 
 def _pricing(session, config, bx, instance: str, region: str) -> tuple[float, str]:

@@ -61,8 +61,9 @@ def moto_ec2(tmp_path_factory) -> str:
 def aws_cli(tmp_path):
     """aws_cli(*args, env={...}) -> CompletedProcess of the aws venv's `vllm-eks`. The base
     environment has no AWS settings at all; `env` adds the test's (None removes a variable)."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    base.update({"AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
+    base = {k: v for k, v in os.environ.items() if not k.startswith("AWS_") and k != "VLLM_EKS_CACHE_DIR"}
+    base.update({"XDG_CACHE_HOME": str(tmp_path / "cache"),  # EC2 answers kept per test (ec2_instances.cache_dir)
+                 "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
                  "AWS_CONFIG_FILE": str(tmp_path / "no-config"), "AWS_EC2_METADATA_DISABLED": "true",
                  "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"})
     binary = str(aws_venv() / "bin" / "vllm-eks")

@@ -68,8 +68,9 @@ def test_g6e_2xlarge_shape_from_ec2_and_price_from_pricing(aws_cli, moto_ec2, pr
     assert pricing.calls[0]["ServiceCode"] == "AmazonEC2"
     text = aws_cli("explain", *M8, "--instance", "g6e.2xlarge", "--region", "us-east-1", env=env).stdout
     assert "node_allocatable = 7910m CPU, 58.23 GiB, 58 pods" in text
-    assert ("why: EC2 DescribeInstanceTypes in us-east-1: 8 vCPUs, 65536 MiB, 1 x L40S 45776 MiB (GPU facts from the "
-            "catalog), EFA 0, 5000 Mbit/s, 450 GB NVMe; max pods 4 ENIs x (15 IPv4 - 1) + 2 = 58") in text
+    assert ("why: EC2 DescribeInstanceTypes in us-east-1 (read ") in text
+    assert ("us-east-1/g6e.2xlarge.json): 8 vCPUs, 65536 MiB, 1 x L40S 45776 MiB (GPU facts from the catalog), "
+            "EFA 0, 5000 Mbit/s, 450 GB NVMe; max pods 4 ENIs x (15 IPv4 - 1) + 2 = 58") in text
     assert "EC2's 45776 MiB is the catalog's l40s (g6e.xlarge): nvidia-smi 46068 MiB" in text
     assert (f"why: Pricing API on-demand price, Linux, shared tenancy, {VIRGINIA}, effective 2026-11-01") in text
 
@@ -182,3 +183,23 @@ def test_values_of_a_type_read_from_ec2_pass_check_fit(aws_cli, moto_ec2, pricin
     r = aws_cli("check-fit", str(out), "--helm", str(require_tool("helm4")), env=CREDS)
     assert r.returncode == 0, r.stderr
     assert "P bucket: 16 / 64 / 64 vCPUs" in r.stdout
+
+
+def test_ec2_answer_is_kept_on_disk_per_region_and_type(aws_cli, moto_ec2, pricing, tmp_path):
+    env = endpoints(moto_ec2, pricing.url)
+    first = aws_cli("explain", *M8, "--instance", "g6e.2xlarge", env=env).stdout
+    kept = tmp_path / "cache" / "vllm-eks" / "ec2" / "us-east-1" / "g6e.2xlarge.json"
+    assert f", kept in {kept})" in first
+    assert json.loads(kept.read_text())["instance_type"]["InstanceType"] == "g6e.2xlarge"
+    # EC2 unreachable now: the kept answer serves, and says so
+    again = aws_cli("explain", *M8, "--instance", "g6e.2xlarge", env={**env, "AWS_ENDPOINT_URL_EC2": "http://127.0.0.1:9"})
+    assert f", from the cache {kept})" in again.stdout, again.stderr
+    # another region is another answer
+    r = aws_cli("plan", *M8, "--instance", "g6e.2xlarge", "--region", "eu-west-1", "--json",
+                env={**env, "AWS_ENDPOINT_URL_EC2": "http://127.0.0.1:9"})
+    assert r.returncode == 1 and "could not reach EC2 DescribeInstanceTypes in eu-west-1" in r.stderr
+    # a stale or broken file is read again from EC2
+    kept.write_text(json.dumps({"read": "2020-01-01", "instance_type": {"InstanceType": "g6e.2xlarge"}}))
+    assert ", kept in " in aws_cli("explain", *M8, "--instance", "g6e.2xlarge", env=env).stdout
+    kept.write_text("{not json")
+    assert ", kept in " in aws_cli("explain", *M8, "--instance", "g6e.2xlarge", env=env).stdout
