@@ -71,9 +71,9 @@ LOCATIONS = {
     "me-central-1": "Middle East (UAE)", "il-central-1": "Israel (Tel Aviv)",
 }
 
-_ACCESS_DENIED = {"UnauthorizedOperation", "AccessDenied", "AccessDeniedException", "AuthFailure",
-                  "InvalidClientTokenId", "UnrecognizedClientException", "SignatureDoesNotMatch",
-                  "ExpiredToken", "ExpiredTokenException"}
+_ACCESS_DENIED = {"UnauthorizedOperation", "AccessDenied", "AccessDeniedException"}
+_BAD_CREDENTIALS = {"AuthFailure", "InvalidClientTokenId", "UnrecognizedClientException", "SignatureDoesNotMatch",
+                    "ExpiredToken", "ExpiredTokenException", "RequestExpired"}
 _THROTTLED = {"Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException"}
 
 
@@ -425,6 +425,9 @@ def _client_failure(instance: str, where: str, code: str, e: Exception, action: 
     if code in _ACCESS_DENIED:
         return UnknownInstanceError(f"--instance {instance}: {where} was refused ({code}): the credentials need "
                                     f"{action}; or {way_out}")
+    if code in _BAD_CREDENTIALS:
+        return UnknownInstanceError(f"--instance {instance}: {where} did not accept the credentials ({code}): check "
+                                    f"AWS_PROFILE, the access key or an expired session; or {way_out}")
     if code in _THROTTLED:
         return UnknownInstanceError(f"--instance {instance}: {where} was throttled ({code}) after {MAX_ATTEMPTS} "
                                     f"attempts: retry in a minute; or {way_out}")

@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -34,27 +35,51 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@contextmanager
+def _moto_server(log_dir: Path, **env: str):
+    """A moto server on a free 127.0.0.1 port (extra environment `env`); yields its URL."""
+    port = _free_port()
+    log = (log_dir / "moto.log").open("w")
+    proc = subprocess.Popen([str(aws_venv() / "bin" / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **env})
+    deadline = time.monotonic() + 60
+    try:
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"moto_server did not start on 127.0.0.1:{port} (log: {log.name})") from None
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
+
+
 @pytest.fixture(scope="session")
 def moto_ec2(tmp_path_factory) -> str:
-    """URL of a moto server (all of moto's services; the tests use its EC2)."""
-    port = _free_port()
-    log = (tmp_path_factory.mktemp("moto") / "moto.log").open("w")
-    proc = subprocess.Popen([str(aws_venv() / "bin" / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError(f"moto_server did not start on 127.0.0.1:{port} (log: {log.name})") from None
-            time.sleep(0.2)
-    yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(timeout=10)
-    log.close()
+    """URL of a moto server (all of moto's services; the tests use its EC2), no IAM checks."""
+    with _moto_server(tmp_path_factory.mktemp("moto")) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def moto_ec2_iam(tmp_path_factory) -> tuple[str, dict[str, str]]:
+    """A moto server that checks IAM (after the two calls that create a user without policies),
+    and that user's keys: (url, {AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY})."""
+    with _moto_server(tmp_path_factory.mktemp("moto-iam"), INITIAL_NO_AUTH_ACTION_COUNT="2") as url:
+        script = ("import boto3, sys; iam = boto3.client('iam', endpoint_url=sys.argv[1], region_name='us-east-1', "
+                  "aws_access_key_id='testing', aws_secret_access_key='testing'); "
+                  "iam.create_user(UserName='no-policies'); "
+                  "k = iam.create_access_key(UserName='no-policies')['AccessKey']; "
+                  "print(k['AccessKeyId'], k['SecretAccessKey'])")
+        out = subprocess.run([str(aws_venv() / "bin" / "python"), "-c", script, url], capture_output=True, text=True,
+                             timeout=60, check=True, env={k: v for k, v in os.environ.items() if not k.startswith("AWS_")})
+        key, secret = out.stdout.split()
+        yield url, {"AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret}
 
 
 @pytest.fixture

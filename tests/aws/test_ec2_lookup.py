@@ -203,3 +203,15 @@ def test_ec2_answer_is_kept_on_disk_per_region_and_type(aws_cli, moto_ec2, prici
     assert ", kept in " in aws_cli("explain", *M8, "--instance", "g6e.2xlarge", env=env).stdout
     kept.write_text("{not json")
     assert ", kept in " in aws_cli("explain", *M8, "--instance", "g6e.2xlarge", env=env).stdout
+
+
+def test_ec2_refusals_of_iam(aws_cli, moto_ec2_iam, pricing):
+    """moto checking IAM: a user without policies is denied the call; keys it does not know are
+    not accepted. Either is one line with the way around it."""
+    url, user = moto_ec2_iam
+    env = {**endpoints(url, pricing.url), **user}
+    _refused(aws_cli("plan", *M8, "--instance", "g6e.2xlarge", env=env),
+             "EC2 DescribeInstanceTypes in us-east-1 was refused (AccessDenied)", "ec2:DescribeInstanceTypes",
+             *NO_WAY_OUT)
+    _refused(aws_cli("plan", *M8, "--instance", "g6e.2xlarge", env={**env, **CREDS}),
+             "did not accept the credentials (AuthFailure)", "AWS_PROFILE", *NO_WAY_OUT)
