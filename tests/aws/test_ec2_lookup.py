@@ -73,6 +73,8 @@ def test_g6e_2xlarge_shape_from_ec2_and_price_from_pricing(aws_cli, moto_ec2, pr
             "EFA 0, 5000 Mbit/s, 450 GB NVMe; max pods 4 ENIs x (15 IPv4 - 1) + 2 = 58") in text
     assert "EC2's 45776 MiB is the catalog's l40s (g6e.xlarge): nvidia-smi 46068 MiB" in text
     assert (f"why: Pricing API on-demand price, Linux, shared tenancy, {VIRGINIA}, effective 2026-11-01") in text
+    table = aws_cli("plan", *M8, "--instance", "g6e.2xlarge", "--region", "us-east-1", env={**env, "COLUMNS": "400"})
+    assert "│ node figures  " in table.stdout and "7910m CPU, 58.23 GiB, 58 pods; EC2 DescribeInstanceTypes in us-east-1 (read" in table.stdout
 
 
 def test_p5_4xlarge_maps_h100_to_the_catalog_and_counts_the_default_cards_enis(aws_cli, moto_ec2, pricing):

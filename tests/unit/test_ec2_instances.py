@@ -180,3 +180,17 @@ def test_plan_json_records_a_node_outside_the_catalog_only(plan_json):
     assert "hardware" not in plan_json("--model", "llama-3.1-8b-instruct", "--instance", "g6e.xlarge")
     record = ec2.hardware_record(ec2.hardware_from_shape(ec2.shape_from_ec2(info()), "us-east-1", 1.0, "p"))
     assert ec2.hardware_from_record(json.loads(json.dumps(record))).compute_capability == (8, 9)
+
+
+def test_plan_table_says_where_the_node_figures_came_from():
+    from vllm_eks import report
+    from vllm_eks.planner import make_plan
+    from vllm_eks.request import PlanRequest
+
+    base = dict(model="llama-3.1-8b-instruct", gpu_memory_mib=46068, gpus_per_node=1, hardware_name="g6e.2xlarge")
+    rows = dict(report.summary_rows(make_plan(PlanRequest(**base))))
+    assert rows["node figures"].endswith("(give --vcpus and --memory-gib)")
+    rows = dict(report.summary_rows(make_plan(PlanRequest(**base, vcpus=8, memory_gib=64))))
+    assert rows["node figures"].startswith("7910m CPU, 57.67 GiB, 110 pods; --vcpus 8 and --memory-gib 64")
+    catalog = dict(report.summary_rows(make_plan(PlanRequest(model="llama-3.1-8b-instruct", instance="g6e.xlarge"))))
+    assert "node figures" not in catalog
