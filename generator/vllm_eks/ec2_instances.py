@@ -198,6 +198,14 @@ def hardware_from_shape(shape: Ec2Shape, region: str, price: float | None, price
     """The Hardware of an EC2 shape: allocatable by Karpenter's formula, GPU memory from the
     catalog's facts where the GPU matches, derived otherwise."""
     gpu = karpenter_gpu_name(shape.gpu_name)
+    if shape.vcpus <= 0 or shape.memory_mib <= 0 or shape.gpu_memory_mib <= 0:
+        raise UnknownInstanceError(f"--instance {shape.name}: EC2's answer lacks vCPUs, memory or GPU memory "
+                                   f"({shape.vcpus} vCPUs, {shape.memory_mib} MiB, {shape.gpu_memory_mib} MiB per GPU); "
+                                   f"{custom_flags(shape.name)}")
+    if max_pods is None and (shape.max_network_interfaces <= 0 or shape.ipv4_per_interface <= 1):
+        raise UnknownInstanceError(f"--instance {shape.name}: EC2's answer has no ENI figures to bound the pods by "
+                                   f"({shape.max_network_interfaces} ENIs, {shape.ipv4_per_interface} IPv4 each): "
+                                   "give --max-pods")
     smi, total, mem_source, known = gpu_memory(gpu, shape.gpu_memory_mib)
     alloc = node_allocatable.allocatable(shape.vcpus, shape.memory_mib, shape.max_network_interfaces,
                                          shape.ipv4_per_interface, max_pods)

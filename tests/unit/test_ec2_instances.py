@@ -194,3 +194,15 @@ def test_plan_table_says_where_the_node_figures_came_from():
     assert rows["node figures"].startswith("7910m CPU, 57.67 GiB, 110 pods; --vcpus 8 and --memory-gib 64")
     catalog = dict(report.summary_rows(make_plan(PlanRequest(model="llama-3.1-8b-instruct", instance="g6e.xlarge"))))
     assert "node figures" not in catalog
+
+
+@pytest.mark.parametrize("entry, words", [
+    (info(enis=0, cards=()), "no ENI figures to bound the pods by (0 ENIs, 15 IPv4 each): give --max-pods"),
+    (info(vcpus=0), "lacks vCPUs, memory or GPU memory (0 vCPUs"),
+])
+def test_ec2_answers_missing_figures_are_refused_naming_the_flag(entry, words):
+    with pytest.raises(UnknownInstanceError, match=r"^--instance x9\.2xlarge: ") as e:
+        ec2.hardware_from_shape(ec2.shape_from_ec2(entry), "us-east-1", 1.0, "p")
+    assert words in str(e.value)
+    if "ENI" in words:  # --max-pods is the way around it
+        assert ec2.hardware_from_shape(ec2.shape_from_ec2(entry), "us-east-1", 1.0, "p", max_pods=50).max_pods == 50
