@@ -16,7 +16,10 @@ from vllm_eks.request import PlanRequest
 
 def main() -> None:
     models, instances = sorted(model_catalog()), sorted(instance_catalog())
-    make_plan(PlanRequest(model=models[0], instance=instances[0]))  # load the catalogs once
+    try:  # load the catalogs once; the first pair may well not fit
+        make_plan(PlanRequest(model=models[0], instance=instances[0]))
+    except VllmEksError:
+        pass
     fits = refused = 0
     start = time.perf_counter()
     for m in models:

@@ -265,11 +265,31 @@ def _vision_params(cfg: dict) -> int:
     if not isinstance(v, dict):
         return 0
     where = "vision_config"
+    if "depth" in v and "num_hidden_layers" not in v:
+        return _qwen_vl_vision_params(v, where)
     h = _get(v, "hidden_size", where, required=False, default=0, minimum=0)
     layers = _get(v, "num_hidden_layers", where, required=False, default=0, minimum=0)
     inter = _get(v, "intermediate_size", where, required=False, default=0, minimum=0)
     # ViT block: 4 h^2 attention + 2 h*inter MLP; projector into the text width ignored (small)
     return layers * (4 * h * h + 2 * h * inter)
+
+
+def _qwen_vl_vision_params(v: dict, where: str) -> int:
+    """Qwen2.5-VL's vision tower (vllm/model_executor/models/qwen2_5_vl.py), which gives its block
+    count as `depth`: per block a fused qkv and an output projection, a gated MLP (gate, up,
+    down), all with biases, and two RMSNorms; then the patch merger (a norm and a two-layer MLP
+    from the 2x2-merged width into the text width) and the 3D patch embedding."""
+    depth = _get(v, "depth", where, minimum=0)
+    h = _get(v, "hidden_size", where, minimum=1)
+    inter = _get(v, "intermediate_size", where, minimum=1)
+    block = 4 * h * h + 4 * h + 3 * h * inter + 2 * inter + h + 2 * h
+    merged = h * _get(v, "spatial_merge_size", where, required=False, default=2, minimum=1) ** 2
+    out = _get(v, "out_hidden_size", where, required=False, default=h, minimum=1)
+    merger = h + merged * merged + merged + out * merged + out
+    patch = (h * _get(v, "in_chans", where, required=False, default=3, minimum=1)
+             * _get(v, "temporal_patch_size", where, required=False, default=2, minimum=1)
+             * _get(v, "patch_size", where, required=False, default=14, minimum=1) ** 2)
+    return depth * block + merger + patch
 
 
 def _ties_by_default(model_type: str) -> bool:
@@ -446,7 +466,7 @@ def _refuse_state(top: dict, cfg: dict, where: str) -> None:
         if isinstance(archs, list):
             for a in archs:
                 if not isinstance(a, str):
-                    continue  # not a class name: the architecture check proper names the field
+                    continue   # parse_config refuses a non-string entry by name
                 if a in HYBRID_ARCHITECTURES or a in ATTENTION_FREE_ARCHITECTURES:
                     kind = "has no attention layers" if a in ATTENTION_FREE_ARCHITECTURES else "is a hybrid model"
                     raise UnsupportedArchitectureError(

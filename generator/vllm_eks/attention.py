@@ -43,12 +43,15 @@ SOURCE = ("vLLM 0.32.0 vllm/platforms/cuda.py _get_backend_priorities, vllm/plat
 class Backend:
     name: str
     sizes: tuple[int, ...]                  # kernel block sizes (a MultipleOf(n) is n)
-    majors: frozenset[int] | None = None    # compute capability majors it runs on; None: any (>= 8.0)
+    majors: frozenset[int] | None = None    # compute capability majors it runs on; None: any from min_major
     fp8_kv_cache: bool = True               # takes --kv-cache-dtype fp8
     qk_nope_head_dims: frozenset[int] | None = None   # MLA models it takes; None: any
+    min_major: int = 8                      # with majors None: the oldest major it runs on
 
     def runs(self, major: int, arch: Architecture, kv_cache_dtype: str) -> bool:
         if self.majors is not None and major not in self.majors:
+            return False
+        if self.majors is None and major < self.min_major:
             return False
         if kv_cache_dtype == "fp8" and not self.fp8_kv_cache:
             return False
@@ -68,10 +71,14 @@ FLASH_ATTN_MLA = Backend("FLASH_ATTN_MLA", (16,), frozenset({9}), fp8_kv_cache=F
 FLASHMLA = Backend("FLASHMLA", (64,), frozenset({9, 10}))
 FLASHINFER_MLA = Backend("FLASHINFER_MLA", (32, 64), frozenset({10}), qk_nope_head_dims=frozenset({64, 128, 192}))
 CUTLASS_MLA = Backend("CUTLASS_MLA", (128,), frozenset({10}))
-TRITON_MLA = Backend("TRITON_MLA", (16,))
+# Turing (T4, SM 7.5): FLASH_ATTN's supports_compute_capability needs SM >= 8.0 (FlashAttention 2),
+# FLASHINFER's takes 7.5 to 12.1 (flashinfer.py FlashInferBackend.supports_compute_capability),
+# TRITON_ATTN's 7.5 and up and TRITON_MLA any: a non-MLA model on a T4 gets FLASHINFER, an MLA
+# model TRITON_MLA, both with block size 16.
+TRITON_MLA = Backend("TRITON_MLA", (16,), min_major=7)
 FLASH_ATTN = Backend("FLASH_ATTN", (16,))
-FLASHINFER = Backend("FLASHINFER", (16, 32, 64))
-TRITON_ATTN = Backend("TRITON_ATTN", (16,))
+FLASHINFER = Backend("FLASHINFER", (16, 32, 64), min_major=7)
+TRITON_ATTN = Backend("TRITON_ATTN", (16,), min_major=7)
 # Sparse MLA (DeepSeek-V3.2), vllm/v1/attention/backends/mla/: flashattn_mla_sparse.py
 # FLASH_ATTN_MLA_SPARSE multiples of 64, SM 9.x, bf16 cache only; flashmla_sparse.py FLASHMLA_SPARSE
 # multiples of 64, SM 9.x and 10.x, bf16 or fp8_ds_mla; flashinfer_mla_sparse.py FLASHINFER_MLA_SPARSE
@@ -133,7 +140,7 @@ def block_size(arch: Architecture, gpu: str, compute_capability: tuple[int, int]
     if not running:   # dense: TRITON_MLA / TRITON_ATTN run everywhere; sparse MLA needs SM 9.x or 10.x
         raise InvalidOptionError(
             f"--instance: no vLLM 0.32 attention backend for a {kind} model on {gpu} (SM {cc}): "
-            f"{', '.join(b.name for b in order)} run on SM 9.x/10.x only; use an H100, H200 or B200 instance")
+            f"{', '.join(b.name for b in order)} run on SM 9.x/10.x only; use an H100, H200, B200 or B300 instance")
     first = running[0]
     if pinned:
         taking = [b for b in running if b.accepts(pinned)]

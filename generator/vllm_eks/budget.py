@@ -10,6 +10,7 @@ from . import kvcache, overheads, weights
 from .architecture import Architecture
 from .derivations import Derivations
 from .hardware import Hardware
+from .hub import HubModel, describe_weights
 from .plan import MemoryPlan
 from .units import gib
 
@@ -121,7 +122,7 @@ def max_capture(hw: Hardware) -> int:
 
 
 def memory_plan(a: Architecture, hw: Hardware, p: Precisions, b: Budget, max_model_len: int,
-                max_model_len_why: str) -> MemoryPlan:
+                max_model_len_why: str, hub: HubModel | None = None) -> MemoryPlan:
     """The memory section of the Plan for budget `b` at `max_model_len`, with its derivations."""
     s, worst = b.settings, b.worst
     cap = b.kv_capacity(max_model_len)
@@ -131,10 +132,17 @@ def memory_plan(a: Architecture, hw: Hardware, p: Precisions, b: Budget, max_mod
     d = Derivations()
     packing = prec.describe()
     stored = weights.as_stored(a, prec)
-    d.add("weights_bytes_total", gib(b.weights_total),
-          f"{weights.total_parameters(a):,} parameters: embeddings/norms x {stored.dense} B, attention x "
-          f"{stored.attention} B, MLP x {stored.mlp} B, experts x {stored.experts} B",
-          "bytes per parameter of the checkpoint as stored (downloaded and read)")
+    estimate = (f"{weights.total_parameters(a):,} parameters: embeddings/norms x {stored.dense} B, attention x "
+                f"{stored.attention} B, MLP x {stored.mlp} B, experts x {stored.experts} B")
+    if hub is not None and hub.checkpoint is not None:
+        est = weights.bytes_total(a, stored)
+        d.add("weights_bytes_total", gib(b.weights_total), describe_weights(hub),
+              f"the checkpoint as stored (downloaded and read), summed over its tensors; config.json estimate "
+              f"{gib(est)} ({(b.weights_total - est) / max(est, 1):+.1%}); the per-GPU split follows config.json")
+    else:
+        d.add("weights_bytes_total", gib(b.weights_total),
+              estimate + (f"; {describe_weights(hub)}" if hub is not None else ""),
+              "bytes per parameter of the checkpoint as stored (downloaded and read)")
     d.add("weights_bytes_per_gpu", gib(worst.weights),
           f"linear layers / TP {s.tp}, layers of the largest of {s.pp} stage(s), embedding on the first and LM head on the last"
           + (f"; {packing}" if packing else ""),

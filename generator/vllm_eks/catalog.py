@@ -1,5 +1,7 @@
 """The offline model catalog (data/models.yaml) and `--model` resolution: a catalog id, a
-Hugging Face repo id the catalog knows, or a local config.json (or a folder holding one)."""
+Hugging Face repo id the catalog knows, a local config.json (or a folder holding one), or any
+other Hugging Face repo id (`org/name[@revision]`), read from the Hub (hub.py). The catalog and
+local files never touch the network."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import yaml
 
 from .architecture import Architecture, parse_config
 from .errors import ModelConfigError, UnknownModelError
+from .hub import HubModel, fetch, parse_repo_ref
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,12 @@ class ResolvedModel:
     source: str        # what vLLM loads by default: the repo id, or the folder of the config
     architecture: Architecture
     entry: CatalogModel | None
+    hub: HubModel | None = None  # a Hub repo outside the catalog: its revision and safetensors metadata
+
+    @property
+    def hf_repo(self) -> str | None:
+        """The Hugging Face repo the servers load by default (catalog or Hub), None for a local file."""
+        return self.entry.hf_repo if self.entry else (self.hub.repo if self.hub else None)
 
 
 @lru_cache(maxsize=1)
@@ -69,15 +78,17 @@ def load_config_file(path: Path) -> dict:
 
 
 def _looks_like_path(name: str) -> bool:
-    """A path rather than an id: Hugging Face repo ids are `org/name` without a file suffix."""
+    """A path rather than an id: Hugging Face repo ids are `org/name` without a file suffix (a
+    revision after @ may hold slashes: refs/pr/1)."""
+    name = name.partition("@")[0] if parse_repo_ref(name) is not None else name
     return (name.startswith(("/", "./", "../", "~")) or name.endswith(".json")
             or name.count("/") > 1)
 
 
-def resolve_model(name: str) -> ResolvedModel:
+def resolve_model(name: str, hf_token_file: str | None = None) -> ResolvedModel:
     if name and _lookup(name) is not None:
         return _resolve_catalog(_lookup(name).id)
-    return _resolve(name)
+    return _resolve(name, hf_token_file)
 
 
 @lru_cache(maxsize=64)
@@ -85,7 +96,7 @@ def _resolve_catalog(mid: str) -> ResolvedModel:
     return _resolve(mid)
 
 
-def _resolve(name: str) -> ResolvedModel:
+def _resolve(name: str, hf_token_file: str | None = None) -> ResolvedModel:
     if not name or not name.strip():
         raise UnknownModelError("--model is empty: give a catalog id, a known Hugging Face repo id or a config.json path")
     entry = _lookup(name)
@@ -102,6 +113,14 @@ def _resolve(name: str) -> ResolvedModel:
         return ResolvedModel(str(path), str(folder), parse_config(cfg, f"--model {path}"), None)
     if _looks_like_path(name):
         raise ModelConfigError(f"--model {name}: no such file or folder (a config.json path was expected)")
+    if parse_repo_ref(name) is not None:
+        return _resolve_hub(name, hf_token_file)
     raise UnknownModelError(
-        f"--model '{name}' is not in the catalog (list it with `vllm-eks catalog models`); "
-        "for any other model pass the path of its config.json: --model /path/to/config.json")
+        f"--model '{name}' is not in the catalog (list it with `vllm-eks catalog models`) nor a Hugging Face "
+        "repo id (org/name[@revision]); for any other model pass the path of its config.json: "
+        "--model /path/to/config.json")
+
+
+def _resolve_hub(name: str, hf_token_file: str | None) -> ResolvedModel:
+    m = fetch(name, hf_token_file)
+    return ResolvedModel(m.repo, m.repo, parse_config(m.config, f"--model {m.pinned} config.json"), None, m)

@@ -25,7 +25,7 @@ from .quota import check_quotas, parse_quotas
 from .request import PlanRequest
 
 _PLAN_OPTIONS: list[Callable] = [
-    click.option("--model", required=True, help="Catalog id, Hugging Face repo id known to the catalog, or path to a config.json (or its folder)."),
+    click.option("--model", required=True, help="Catalog id, Hugging Face repo id (ORG/NAME[@REVISION]: read from the Hub, or HF_ENDPOINT, when the catalog lacks it; cached, HF_HUB_OFFLINE=1 reads only the cache), or path to a config.json (or its folder)."),
     click.option("--instance", help="EC2 instance type: from the catalog (`vllm-eks catalog instances`), else read from "
                                     "EC2 and the Pricing API with your AWS credentials (needs vllm-eks[aws])."),
     click.option("--gpu-memory-mib", type=int, help="Hardware outside the catalog: memory of one GPU in MiB (as nvidia-smi reports)."),
@@ -79,13 +79,17 @@ _PLAN_OPTIONS: list[Callable] = [
     click.option("--stage", help="Render the staging Job that copies the model's Hugging Face repo once: s3://BUCKET/PREFIX "
                  "(equal to --model-source), pvc (a claim the chart creates, sized from the weights) or pvc:CLAIM (an "
                  "existing claim); with pvc, --model-source is the path the servers load the copy from."),
-    click.option("--stage-revision", help="With --stage: branch, tag or commit to copy (default main)."),
+    click.option("--stage-revision", help="With --stage: branch, tag or commit to copy (default: the commit a Hub model "
+                 "outside the catalog was sized at, else main)."),
     click.option("--stage-bandwidth-mib-s", type=float,
                  help="With --stage: download rate the Job's deadline assumes (default 200; see explain)."),
     click.option("--daemonset-reserve-cpu", help="CPU kept on every GPU node for its DaemonSets (Kubernetes quantity, e.g. 2 or 1500m; default 2, see `explain`)."),
     click.option("--daemonset-reserve-memory", help="Memory kept on every GPU node for its DaemonSets (Kubernetes quantity, e.g. 4Gi; default 4Gi)."),
     click.option("--served-model-name", help="Name clients use (default: the Hugging Face repo id)."),
     click.option("--model-source", help="What vLLM loads instead of the repo id: s3://bucket/prefix or a mounted path."),
+    click.option("--hf-token-file",
+                 help="File holding a Hugging Face token, to read a gated --model repo from the Hub (default: the "
+                      "HF_TOKEN environment variable)."),
 ]
 
 
@@ -371,23 +375,31 @@ def catalog_models(as_json: bool) -> None:
 @catalog.command("instances")
 @click.option("--json", "as_json", is_flag=True)
 def catalog_instances(as_json: bool) -> None:
-    """GPU instance types with the memory CUDA reports and their EFA, CPU and price figures."""
+    """GPU instance types: vCPUs, memory, GPUs, the memory CUDA reports, EFA, node allocatable
+    (Karpenter's formula) and the on-demand price with the date it was read."""
     rows = [{"instance": h.name, "gpu": h.gpu, "gpus": h.gpus_per_node,
              "cuda_gib_per_gpu": round(h.gpu_memory_bytes / GIB, 2), "interconnect": h.interconnect,
              "efa_max": h.efa_max, "alloc_cpu_m": h.alloc_cpu_millicores,
-             "alloc_memory_gib": round(h.alloc_memory_bytes / GIB, 1), "usd_per_hour": h.usd_per_hour}
+             "alloc_memory_gib": round(h.alloc_memory_bytes / GIB, 1), "usd_per_hour": h.usd_per_hour,
+             "vcpus": h.vcpu, "memory_gib": round(h.memory_mib / 1024, 1),
+             "gpu_memory_mib_ec2": h.gpu_memory_mib_ec2, "compute_capability":
+                 ".".join(map(str, h.compute_capability)) if h.compute_capability else None,
+             "max_pods": h.max_pods, "network_mbps": h.network_mbps, "local_nvme_gb": h.local_nvme_gb,
+             "price_date": h.price_date}
             for h in instance_catalog().values()]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    t = Table(title="vllm-eks instance catalog")
-    for col in ("instance", "gpu", "GPUs", "GiB/GPU (CUDA)", "interconnect", "EFA", "alloc CPU", "alloc mem GiB", "$/h"):
+    t = Table(title=f"vllm-eks instance catalog ({len(rows)} types; prices: on-demand, us-east-1)")
+    for col in ("instance", "vCPUs", "mem GiB", "gpu", "GPUs", "GPU MiB (EC2)", "GiB/GPU (CUDA)", "interconnect",
+                "EFA", "alloc CPU", "alloc mem GiB", "$/h", "price date"):
         t.add_column(col)
     for r in rows:
-        t.add_row(r["instance"], r["gpu"], str(r["gpus"]), f"{r['cuda_gib_per_gpu']:.2f}", r["interconnect"],
+        t.add_row(r["instance"], str(r["vcpus"]), f"{r['memory_gib']:g}", r["gpu"], str(r["gpus"]),
+                  str(r["gpu_memory_mib_ec2"] or ""), f"{r['cuda_gib_per_gpu']:.2f}", r["interconnect"],
                   str(r["efa_max"]), f"{r['alloc_cpu_m']}m", f"{r['alloc_memory_gib']}",
-                  f"{r['usd_per_hour']:.2f}" if r["usd_per_hour"] is not None else "n/a")
-    Console(width=200).print(t)
+                  f"{r['usd_per_hour']:.2f}" if r["usd_per_hour"] is not None else "n/a", r["price_date"] or "")
+    Console(width=220).print(t)
 
 
 from .bench.commands import bench  # noqa: E402  (the group lives with the bench modules)

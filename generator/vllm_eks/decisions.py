@@ -42,12 +42,29 @@ PREFILL_MAX_NUM_SEQS = 16
 CONTEXT_LADDER = (1048576, 524288, 262144, 131072, 65536, 32768, 16384, 8192, 4096, 2048, 1024)
 
 
-def _precisions(a: Architecture, req: PlanRequest) -> budget_mod.Precisions:
+def _precisions(a: Architecture, req: PlanRequest, compute_capability: tuple[int, int] | None = None,
+                gpu: str = "") -> budget_mod.Precisions:
     ckpt_q = a.quantization
+    # vLLM 0.32 vllm/platforms/cuda.py supported_dtypes: bfloat16 from SM 8.0; Pascal to Turing
+    # float16 and float32. vllm/config/model.py _resolve_auto_dtype: `auto` keeps the checkpoint's
+    # dtype when the GPU supports it, else (and for float32 checkpoints) the first supported one.
+    no_bf16 = compute_capability is not None and compute_capability < (8, 0)
+    cc = ".".join(map(str, compute_capability)) if compute_capability else ""
     if req.dtype == "auto":
         dtype = a.checkpoint_dtype if a.checkpoint_dtype in ("bfloat16", "float16") else "bfloat16"
+        if no_bf16 and dtype == "bfloat16":
+            dtype = "float16"
     else:
         dtype = req.dtype
+        if no_bf16 and dtype == "bfloat16":   # cuda.py check_if_supports_dtype raises
+            raise InvalidOptionError(
+                f"--dtype bfloat16: vLLM runs bfloat16 only on GPUs of compute capability 8.0 or more, "
+                f"{gpu} is SM {cc}; use --dtype float16 or auto")
+    if no_bf16 and ckpt_q is not None and ckpt_q.method == "mxfp4":
+        # quantization/mxfp4.py Mxfp4Config.get_min_capability 80 (and bfloat16 activations only)
+        raise InvalidOptionError(
+            f"--instance: vLLM runs MXFP4 checkpoints only on GPUs of compute capability 8.0 or more, "
+            f"{gpu} is SM {cc}; use an A10G, L4, L40S, A100, H100, H200, B200 or B300 instance")
     if req.quantization is not None and ckpt_q is not None and req.quantization != ckpt_q.method:
         raise InvalidOptionError(
             f"--quantization {req.quantization} conflicts with the checkpoint's quantization_config "
@@ -116,8 +133,8 @@ class Decisions:
     def __init__(self, req: PlanRequest):
         _check_request(req)
         self.req = req
-        self.model: ResolvedModel = resolve_model(req.model)
-        if self.model.entry is None and not req.model_source:
+        self.model: ResolvedModel = resolve_model(req.model, req.hf_token_file)
+        if self.model.hf_repo is None and not req.model_source:
             # The folder holding config.json is on this machine, not in the pod.
             raise InvalidOptionError(
                 f"--model {req.model} is a local config.json: say where the pod loads the weights from with "
@@ -127,7 +144,7 @@ class Decisions:
         self.hw: Hardware = resolve_hardware(req.instance, req.gpu_memory_mib, req.gpus_per_node,
                                              req.hardware_name, req.price_per_hour, region=req.region,
                                              vcpus=req.vcpus, memory_gib=req.memory_gib, max_pods=req.max_pods)
-        self.p = _precisions(self.a, req)
+        self.p = _precisions(self.a, req, self.hw.compute_capability, self.hw.gpu)
         self.util = req.gpu_memory_utilization or DEFAULT_UTILIZATION
         # The KV block size: the attention backend vLLM selects decides it (attention.py); the KV
         # sizing and the --block-size flag both read this one decision.
@@ -376,7 +393,7 @@ class Decisions:
     def served_model_name(self) -> str:
         if self.req.served_model_name:
             return self.req.served_model_name
-        return self.model.entry.hf_repo if self.model.entry else Path(self.model.source).name or "model"
+        return self.model.hf_repo or Path(self.model.source).name or "model"
 
     def choose_replicas(self, max_concurrency: float, tp: int, pp: int) -> tuple[int, str]:
         req = self.req

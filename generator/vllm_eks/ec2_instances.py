@@ -26,14 +26,11 @@ Sources:
 
 from __future__ import annotations
 
-import csv
 import datetime
 import json
 import os
 import re
 from dataclasses import asdict, dataclass, fields, replace
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 from . import hardware as hw_mod
@@ -152,30 +149,26 @@ def karpenter_gpu_name(ec2_name: str) -> str:
     return ec2_name.strip().lower().replace(" ", "-")
 
 
-@lru_cache(maxsize=1)
-def _catalog_gpu_rows() -> list[dict[str, str]]:
-    text = resources.files(__package__).joinpath("data/instances.csv").read_text()
-    return [r for r in csv.DictReader(text.splitlines()) if r.get("gpu_mem_mib_nvidia_smi")]
+def _catalog() -> list[hw_mod.Hardware]:
+    """Catalog types whose EC2 per-GPU figure is known: what an EC2 GPU is matched against."""
+    return [h for h in hw_mod.instance_catalog().values() if h.gpu_memory_mib_ec2]
 
 
 def ec2_over_smi_mib() -> int:
     """The largest amount by which EC2's per-GPU MiB exceeds nvidia-smi's total among catalogued
-    GPUs (H200: 144384 vs 143771): subtracted from EC2's figure of a GPU the catalog does not
+    GPUs (T4: 16384 vs 15360): subtracted from EC2's figure of a GPU the catalog does not
     know, so the derived total errs low."""
-    gaps = [int(r["gpu_mem_mib_ec2"]) - int(r["gpu_mem_mib_nvidia_smi"])
-            for r in _catalog_gpu_rows() if r.get("gpu_mem_mib_ec2")]
-    return max([0, *gaps])
+    return max([0, *(h.gpu_memory_mib_ec2 - h.gpu_memory_mib_nvidia_smi for h in _catalog())])
 
 
 def gpu_memory(gpu: str, ec2_mib: int) -> tuple[int, int, str, bool]:
     """(nvidia-smi MiB, CUDA total bytes, source, known) of a GPU EC2 names: the catalog's
     figures when a catalogued type has the same GPU and EC2 MiB, otherwise derived."""
-    for r in _catalog_gpu_rows():
-        if r["gpu"] == gpu and r.get("gpu_mem_mib_ec2") and int(r["gpu_mem_mib_ec2"]) == ec2_mib:
-            smi = int(r["gpu_mem_mib_nvidia_smi"])
-            total, source = hw_mod.cuda_total_bytes(gpu, smi)
-            return smi, total, (f"EC2's {ec2_mib} MiB is the catalog's {gpu} ({r['instance']}): nvidia-smi {smi} MiB; "
-                                + source), True
+    for h in _catalog():
+        if h.gpu == gpu and h.gpu_memory_mib_ec2 == ec2_mib:
+            smi = h.gpu_memory_mib_nvidia_smi
+            return smi, h.gpu_memory_bytes, (f"EC2's {ec2_mib} MiB is the catalog's {gpu} ({h.name}): nvidia-smi "
+                                              f"{smi} MiB; {h.gpu_memory_source}"), True
     gap = ec2_over_smi_mib()
     smi = ec2_mib - gap
     total, source = hw_mod.cuda_total_bytes(f"uncatalogued {gpu}", smi)
@@ -187,14 +180,14 @@ def gpu_memory(gpu: str, ec2_mib: int) -> tuple[int, int, str, bool]:
 def _interconnect(gpu: str, count: int) -> str:
     if count == 1:
         return "single GPU"
-    for r in _catalog_gpu_rows():
-        if r["gpu"] == gpu and int(r["gpu_count"]) == count:
-            return r["interconnect"]
+    for h in _catalog():
+        if h.gpu == gpu and h.gpus_per_node == count:
+            return h.interconnect
     return "unknown (EC2 does not report it)"
 
 
 def hardware_from_shape(shape: Ec2Shape, region: str, price: float | None, price_source: str,
-                        max_pods: int | None = None, via: str = "") -> hw_mod.Hardware:
+                        max_pods: int | None = None, via: str = "", price_date: str | None = None) -> hw_mod.Hardware:
     """The Hardware of an EC2 shape: allocatable by Karpenter's formula, GPU memory from the
     catalog's facts where the GPU matches, derived otherwise."""
     gpu = karpenter_gpu_name(shape.gpu_name)
@@ -223,7 +216,8 @@ def hardware_from_shape(shape: Ec2Shape, region: str, price: float | None, price
         alloc_cpu_millicores=alloc.cpu_millicores, alloc_memory_bytes=alloc.memory_mib * MIB,
         max_pods=alloc.max_pods, efa_max=shape.efa_max, network_mbps=shape.network_mbps,
         local_nvme_gb=shape.local_nvme_gb, usd_per_hour=price, in_catalog=False,
-        shape_source=shape_source, price_source=price_source, **speed)
+        shape_source=shape_source, price_source=price_source, gpu_memory_mib_ec2=shape.gpu_memory_mib,
+        price_date=price_date, **speed)
 
 
 def with_custom_shape(hw: hw_mod.Hardware, vcpus: int | None, memory_gib: float | None,
@@ -323,11 +317,12 @@ def lookup_instance(instance: str, region: str | None, price: float | None,
         info = _describe(session, config, bx, instance, region)
         via = _cache_write(region, instance, info)
     shape = shape_from_ec2(info)
+    date = None
     if price is not None:
         source = "--price-per-hour"
     else:
-        price, source = _pricing(session, config, bx, instance, region)
-    return hardware_from_shape(shape, region, price, source, max_pods, via)
+        price, source, date = _pricing(session, config, bx, instance, region)
+    return hardware_from_shape(shape, region, price, source, max_pods, via, date)
 
 
 def _describe(session, config, bx, instance: str, region: str) -> dict:
@@ -399,7 +394,7 @@ def _cache_write(region: str, instance: str, info: dict) -> str:
     return f"read {today}, kept in {path}"
 
 
-def _pricing(session, config, bx, instance: str, region: str) -> tuple[float, str]:
+def _pricing(session, config, bx, instance: str, region: str) -> tuple[float, str, str]:
     location = LOCATIONS.get(region)
     if location is None:
         raise UnknownInstanceError(
@@ -424,7 +419,7 @@ def _pricing(session, config, bx, instance: str, region: str) -> tuple[float, st
         raise UnknownInstanceError(f"--instance {instance}: {where} lists no on-demand Linux shared-tenancy price: "
                                    "give --price-per-hour")
     usd, date = found
-    return usd, f"Pricing API on-demand price, Linux, shared tenancy, {location}, effective {date}"
+    return usd, f"Pricing API on-demand price, Linux, shared tenancy, {location}, effective {date}", date
 
 
 def _client_failure(instance: str, where: str, code: str, e: Exception, action: str,

@@ -10,6 +10,11 @@ class UnknownModelError(VllmEksError):
     pass
 
 
+class HubModelError(UnknownModelError):
+    """A Hugging Face repo id that cannot be read: not found, gated without a token, a revision it
+    lacks, no network and nothing cached, or not a transformers model."""
+
+
 class UnknownInstanceError(VllmEksError):
     pass
 

@@ -1,4 +1,6 @@
-"""Instance catalog (figures from the project's instances.csv) and the GPU memory CUDA reports."""
+"""Instance catalog (figures from the project's instances.csv, sources in instances.sources.md) and
+the GPU memory CUDA reports. Node allocatable is computed from each type's shape with Karpenter's
+formula (node_allocatable.py), not read from a table."""
 
 from __future__ import annotations
 
@@ -9,12 +11,13 @@ from importlib import resources
 
 import yaml
 
-from .errors import InvalidOptionError
+from .errors import InvalidOptionError, UnknownInstanceError
 
 from . import node_allocatable
 from .derivations import Derivations
+from .node_allocatable import allocatable
 from .plan import NodePlan
-from .units import GIB, MIB, gib, quantity_bytes, quantity_millicores
+from .units import GIB, MIB, gib
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,8 @@ class Hardware:
     local_nvme_gb: int
     usd_per_hour: float | None
     in_catalog: bool = True
+    gpu_memory_mib_ec2: int | None = None  # GpuInfo.MemoryInfo.SizeInMiB, as EC2 reports it
+    price_date: str | None = None          # when the on-demand price was read (ISO date)
     bf16_tflops: float | None = None       # datasheet dense BF16 tensor throughput of one GPU
     memory_bandwidth: float | None = None  # datasheet memory bandwidth of one GPU, bytes/s
     compute_capability: tuple[int, int] | None = None  # CUDA compute capability; None: unknown (custom)
@@ -87,18 +92,54 @@ def instance_catalog() -> dict[str, Hardware]:
             continue  # Trainium / Inferentia: no CUDA GPUs, vLLM's CUDA sizing does not apply
         smi = int(row["gpu_mem_mib_nvidia_smi"])
         total, source = cuda_total_bytes(row["gpu"], smi)
+        node = allocatable(int(row["vcpu"]), int(row["mem_mib"]), int(row["max_enis"]), int(row["ipv4_per_eni"]))
         out[row["instance"]] = Hardware(
             name=row["instance"], gpu=row["gpu"], gpus_per_node=int(row["gpu_count"]),
             gpu_memory_mib_nvidia_smi=smi, gpu_memory_bytes=total, gpu_memory_source=source,
             interconnect=row["interconnect"], vcpu=int(row["vcpu"]), memory_mib=int(row["mem_mib"]),
-            alloc_cpu_millicores=quantity_millicores(row["alloc_cpu"]),
-            alloc_memory_bytes=quantity_bytes(row["alloc_mem"]), max_pods=int(row["max_pods"]),
+            alloc_cpu_millicores=node.cpu_millicores, alloc_memory_bytes=node.memory_mib * MIB,
+            max_pods=node.max_pods,
             efa_max=int(row["efa_max"]), network_mbps=int(row["net_mbps_baseline"]),
             local_nvme_gb=int(row["local_nvme_gb"] or 0),
             usd_per_hour=float(row["usd_hr_us_east_1"]) if row["usd_hr_us_east_1"] else None,
+            price_date=row["price_date"] or None,
+            gpu_memory_mib_ec2=int(row["gpu_mem_mib_ec2"]) if row["gpu_mem_mib_ec2"] else None,
             **_speed(row["gpu"], smi),
         )
     return out
+
+
+# EC2 instance families the catalog does not model, and why (checked by name before anything else
+# says "not in the catalog"). Prefixes match the family part of the type name.
+_NOT_MODELLED: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("trn", "inf"), "an AWS Neuron (Trainium/Inferentia) instance, not a CUDA GPU instance: vLLM's CUDA memory model does not apply"),
+    (("dl1", "dl2q"), "a Habana Gaudi / Qualcomm AI 100 instance, not a CUDA GPU instance"),
+    (("g4ad",), "an AMD Radeon Pro V520 instance, not a CUDA GPU instance"),
+    (("g6f", "gr6f"), "a fractional-GPU type (a slice of one L4, 2.8 to 11 GiB, that the NVIDIA device plugin "
+                      "cannot hand a pod as nvidia.com/gpu): not modelled"),
+    (("p6e-gb",), "a Grace Blackwell UltraServer node (arm64 Grace CPUs, GPUs joined across nodes by NVLink, "
+                  "sold as UltraServer capacity): not modelled"),
+    (("g5g",), "a Graviton (arm64) instance with T4G GPUs: not modelled"),
+    (("g7",), "an RTX PRO 4500 Blackwell instance: not modelled yet (no public nvidia-smi or CUDA total for "
+               "its GPU, and no on-demand price in the pricing table)"),
+    (("p2", "p3", "p3dn", "g3", "g3s"), "a GPU generation before Turing (K80, M60, V100): not modelled"),
+)
+
+
+def unmodelled_reason(instance: str) -> str | None:
+    """Why a known EC2 family is refused by name, or None when the name says nothing."""
+    family = instance.split(".", 1)[0]
+    for prefixes, why in _NOT_MODELLED:
+        if any(family == p or (family.startswith(p) and p in ("trn", "inf", "p6e-gb")) for p in prefixes):
+            return why
+    return None
+
+
+def supported_families() -> list[str]:
+    seen: dict[str, None] = {}
+    for name in instance_catalog():
+        seen.setdefault(name.split(".", 1)[0], None)
+    return list(seen)
 
 
 def resolve_hardware(instance: str | None, gpu_memory_mib: int | None, gpus_per_node: int | None,
@@ -121,6 +162,10 @@ def resolve_hardware(instance: str | None, gpu_memory_mib: int | None, gpus_per_
         if shape_flags:
             raise InvalidOptionError(f"{', '.join(shape_flags)}: only with --gpu-memory-mib/--gpus-per-node (custom "
                                      f"hardware); the shape of --instance {instance} comes from the catalog or EC2")
+        if instance not in catalog and (why := unmodelled_reason(instance)):
+            raise UnknownInstanceError(
+                f"--instance '{instance}' is {why}; vllm-eks plans NVIDIA GPU instances of the families "
+                f"{', '.join(supported_families())} (vllm-eks catalog instances)")
         if instance not in catalog:
             return ec2_instances.lookup_instance(instance, region, price, max_pods)
         outside = [f for f, v in (("--region", region), ("--max-pods", max_pods)) if v is not None]

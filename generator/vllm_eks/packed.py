@@ -79,6 +79,11 @@ def mxfp4_layouts(compute_capability: tuple[int, int] | None) -> tuple[Mxfp4Layo
         return (TRTLLM,)
     if compute_capability == (9, 0):
         return (TRITON, MARLIN)
+    if compute_capability[0] == 12:
+        # RTX PRO Blackwell (SM 12.0): the triton_kernels experts run there too
+        # (gpt_oss_triton_kernels_moe.py _supports_current_device: SM 9.0 to 12.x), MARLIN without
+        # them; no public log says which the image runs, so size both, the larger counting.
+        return (TRITON, MARLIN)
     return (MARLIN,)
 
 

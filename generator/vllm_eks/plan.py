@@ -253,8 +253,11 @@ def section_type(name: str) -> type[Section]:
 class Plan(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model: str = Field(description="Catalog id, or the path of the config.json used")
+    model: str = Field(description="Catalog id, Hugging Face repo id, or the path of the config.json used")
     model_source: str = Field(description="What vLLM loads: Hugging Face repo id or local path")
+    model_revision: str | None = Field(None, description=(
+        "Commit sha of the Hugging Face repo that was sized (a repo read from the Hub); the servers load "
+        "that revision. None for catalog models and local config files"))
     served_model_name: str
     instance: str
     topology: Topology
@@ -311,6 +314,8 @@ class Plan(BaseModel):
         people and are not read back."""
         top: dict[str, Any] = {k: summary[k] for k in
                                ("model", "model_source", "served_model_name", "instance", "topology")}
+        if summary.get("model_revision"):
+            top["model_revision"] = summary["model_revision"]
         for name in FLAT_SECTIONS:
             section = section_type(name)
             fields = {k: summary[k] for k in section.model_fields if k in summary}
@@ -340,6 +345,9 @@ class Plan(BaseModel):
         `measured` when a benchmark sweep set max_num_seqs and the KEDA threshold."""
         out: dict[str, Any] = {k: getattr(self, k) for k in
                                ("model", "model_source", "served_model_name", "instance", "topology")}
+        # only for a repo read from the Hub: plans of catalog models keep their earlier form
+        if self.model_revision is not None:
+            out["model_revision"] = self.model_revision
         for name in FLAT_SECTIONS:
             section = getattr(self, name)
             if section is not None:

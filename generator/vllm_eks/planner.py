@@ -3,6 +3,8 @@ nothing itself: decisions.py chooses, budget/sizing/pools/latency/hardware compu
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .budget import memory_plan
 from .decisions import Decisions, phases, serve_autoscaling
 from .ec2_instances import hardware_record
@@ -30,13 +32,22 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
     else:
         seqs, seqs_why = dec.settle_max_num_seqs(tp, pp)
     b = dec.budget(tp, pp, seqs)
+    hub = dec.model.hub
+    if hub is not None and hub.checkpoint is not None:
+        # the checkpoint's own bytes (what is downloaded and read), exact from its safetensors headers
+        b = replace(b, weights_total=hub.checkpoint.total_bytes)
     max_len, len_why = dec.choose_max_model_len(b)
     dec.check_topology(pp)
-    memory = memory_plan(dec.a, dec.hw, dec.p, b, max_len, len_why)
+    memory = memory_plan(dec.a, dec.hw, dec.p, b, max_len, len_why, hub=hub)
     layout = dec.layout_plan(tp, pp, layout_why, b.kv_capacity(max_len).max_concurrency)
     engine = dec.engine_plan(max_len, seqs, seqs_why, tp)
     topology = req.topology if req.topology != "auto" else ("multi-node" if pp > 1 else "single-node")
     source = dec.model_source
+    revision = hub.sha if hub is not None else None
+    if revision is not None and source == hub.repo:
+        # the servers download the commit that was sized, not whatever main is when a pod starts
+        # (vllm serve --revision; Ray Serve LLM passes engine_kwargs to the same EngineArgs field)
+        engine.settings["revision"] = revision
     pod = size_pod(dec.hw, tp, tp, pp > 1 or topology == "disaggregated", b.weights_total, pp,
                    load=load_source(req, topology),
                    reserve=(req.daemonset_reserve_cpu, req.daemonset_reserve_memory), cache=req.cache,
@@ -63,9 +74,10 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
         if given:
             raise InvalidOptionError(f"{', '.join(given)}: only with --stage")
     else:
-        staging = plan_staging(req.stage, req.stage_revision or "main", dec.model.entry.hf_repo if dec.model.entry else None,
+        staging = plan_staging(req.stage, req.stage_revision or revision or "main", dec.model.hf_repo,
                                source, b.weights_total, req.stage_bandwidth_mib_s)
-    return Plan(model=dec.model.id, model_source=source, served_model_name=dec.served_model_name,
+    return Plan(model=dec.model.id, model_source=source, model_revision=revision,
+                served_model_name=dec.served_model_name,
                 instance=dec.hw.name, topology=topology, node=node_plan(dec.hw, pp > 1), layout=layout,
                 memory=memory, engine=engine, pod=pod, pool=pool, slo=slo, cost=plan_cost(dec.hw, pp, tp),
                 routing=routing_plan(dec.a, dec.hw, tp, pp, b.weights_total, memory, pool, slo, topology),

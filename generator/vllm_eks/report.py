@@ -15,7 +15,7 @@ from .plan import Plan
 
 def summary_rows(p: Plan) -> list[tuple[str, str]]:
     rows = [
-        ("model", p.model),
+        ("model", p.model if p.model_revision is None else f"{p.model} @ {p.model_revision} (Hugging Face Hub)"),
         ("instance", f"{p.instance} ({p.node.gpus_per_node} x {p.node.gpu}, {gib(p.node.gpu_memory_bytes)} each)"),
         ("topology", p.topology),
         ("parallelism", f"TP={p.layout.tensor_parallel_size} x PP={p.layout.pipeline_parallel_size}, "

@@ -21,7 +21,10 @@ class PlanRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     model: str = Field(max_length=MAX_MODEL_ARG,
-                       description="Catalog id, Hugging Face repo id known to the catalog, or path to config.json")
+                       description="Catalog id, Hugging Face repo id (org/name[@revision], read from the Hub when "
+                                   "the catalog lacks it), or path to config.json")
+    hf_token_file: str | None = Field(default=None, max_length=4096, description=(
+        "File holding a Hugging Face token for a gated --model repo (default: HF_TOKEN)"))
     instance: str | None = Field(default=None, max_length=64, description="EC2 instance type from the catalog")
     # hardware outside the catalog
     gpu_memory_mib: int | None = None

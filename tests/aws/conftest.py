@@ -17,6 +17,10 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+# Catalog types the tests read through moto's EC2 instead (and compare with their catalog rows).
+UNCATALOGUED = ("g6e.2xlarge", "p5.4xlarge", "g6.2xlarge", "g6e.4xlarge", "g4dn.xlarge")
+
+
 class AwsVenvMissing(RuntimeError):
     pass
 
@@ -84,14 +88,16 @@ def moto_ec2_iam(tmp_path_factory) -> tuple[str, dict[str, str]]:
 
 @pytest.fixture
 def aws_cli(tmp_path):
-    """aws_cli(*args, env={...}) -> CompletedProcess of the aws venv's `vllm-eks`. The base
+    """aws_cli(*args, env={...}) -> CompletedProcess of the aws venv's `vllm-eks`, with the types
+    the tests read through EC2 (UNCATALOGUED) out of the catalog (cli_hiding.py). The base
     environment has no AWS settings at all; `env` adds the test's (None removes a variable)."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("AWS_") and k != "VLLM_EKS_CACHE_DIR"}
     base.update({"XDG_CACHE_HOME": str(tmp_path / "cache"),  # EC2 answers kept per test (ec2_instances.cache_dir)
                  "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
                  "AWS_CONFIG_FILE": str(tmp_path / "no-config"), "AWS_EC2_METADATA_DISABLED": "true",
-                 "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"})
-    binary = str(aws_venv() / "bin" / "vllm-eks")
+                 "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1",
+                 "VLLM_EKS_TEST_UNCATALOGUED": ",".join(UNCATALOGUED), "PYTHONPATH": str(REPO_ROOT)})
+    command = [str(aws_venv() / "bin" / "python"), str(Path(__file__).with_name("cli_hiding.py"))]
 
     def run(*args: str, env: dict[str, str | None] | None = None) -> subprocess.CompletedProcess:
         full = dict(base)
@@ -100,5 +106,5 @@ def aws_cli(tmp_path):
                 full.pop(k, None)
             else:
                 full[k] = v
-        return subprocess.run([binary, *args], env=full, capture_output=True, text=True, timeout=120)
+        return subprocess.run([*command, *args], env=full, capture_output=True, text=True, timeout=120)
     return run

@@ -136,8 +136,9 @@ def test_no_region_is_one_line(aws_cli, moto_ec2, pricing):
 
 @pytest.mark.parametrize("instance, words", [
     ("g9.2xlarge", ("knows no such instance type (InvalidInstanceType)", "--region")),
-    ("trn1.2xlarge", ("1 x Trainium (AWS Neuron)", "NVIDIA GPUs only")),
-    ("inf2.xlarge", ("Inferentia2 (AWS Neuron)", "NVIDIA GPUs only")),
+    # refused by name before any AWS call (hardware.unmodelled_reason); EC2's NeuronInfo line is a unit test
+    ("trn1.2xlarge", ("an AWS Neuron (Trainium/Inferentia) instance", "not a CUDA GPU instance")),
+    ("inf2.xlarge", ("an AWS Neuron (Trainium/Inferentia) instance", "not a CUDA GPU instance")),
     ("m5.large", ("EC2 reports no GPUs", "NVIDIA GPUs only")),
 ])
 def test_types_ec2_cannot_give_a_gpu_shape_for(aws_cli, moto_ec2, pricing, instance, words):
@@ -217,3 +218,16 @@ def test_ec2_refusals_of_iam(aws_cli, moto_ec2_iam, pricing):
              *NO_WAY_OUT)
     _refused(aws_cli("plan", *M8, "--instance", "g6e.2xlarge", env={**env, **CREDS}),
              "did not accept the credentials (AuthFailure)", "AWS_PROFILE", *NO_WAY_OUT)
+
+
+@pytest.mark.parametrize("instance", ["g6e.2xlarge", "p5.4xlarge", "g6.2xlarge", "g4dn.xlarge"])
+def test_a_type_read_from_ec2_matches_its_catalog_row(aws_cli, moto_ec2, pricing, instance):
+    """The catalog's row comes from Karpenter's generated reference; the EC2 reading from moto's
+    DescribeInstanceTypes data through the same formula: they agree on every figure a plan uses."""
+    p = plan(aws_cli, "--instance", instance, "--price-per-hour", "1", env=endpoints(moto_ec2, pricing.url))
+    read, row = p["hardware"], instance_catalog()[instance]
+    keys = ("gpu", "gpus_per_node", "gpu_memory_mib_ec2", "gpu_memory_mib_nvidia_smi", "gpu_memory_bytes", "vcpu",
+            "memory_mib", "alloc_cpu_millicores", "alloc_memory_bytes", "max_pods", "efa_max", "local_nvme_gb",
+            "compute_capability")
+    assert {k: read[k] for k in keys} == {k: (list(v) if isinstance(v, tuple) else v)
+                                          for k, v in ((k, getattr(row, k)) for k in keys)}

@@ -24,6 +24,7 @@ from typing import Any
 from tests.harness import chart_contract
 from vllm_eks import contract, units
 from vllm_eks.units import GIB
+from vllm_eks.node_allocatable import allocatable
 
 # Karpenter's defaults for a node's kubelet (karpenter.sh docs, "kubelet" of EC2NodeClass):
 # evictionHard nodefs.available 10%, kubeReserved ephemeral-storage 1Gi.
@@ -59,12 +60,14 @@ def instances() -> dict[str, InstanceRow]:
     text = resources.files("vllm_eks").joinpath("data/instances.csv").read_text()
     out: dict[str, InstanceRow] = {}
     for row in csv.DictReader(text.splitlines()):
+        # allocatable from the type's shape, as the generator computes it (Karpenter's formula)
+        node = allocatable(int(row["vcpu"]), int(row["mem_mib"]), int(row["max_enis"]), int(row["ipv4_per_eni"]))
         out[row["instance"]] = InstanceRow(
             name=row["instance"], gpu=row["gpu"], gpu_count=int(row["gpu_count"] or 0),
             gpu_mem_mib=int(row["gpu_mem_mib_ec2"] or 0), vcpu=int(row["vcpu"]),
             mem_mib=int(row["mem_mib"]), efa_max=int(row["efa_max"] or 0),
-            local_nvme_gb=int(row["local_nvme_gb"] or 0), alloc_cpu=row["alloc_cpu"],
-            alloc_mem=row["alloc_mem"], max_pods=int(row["max_pods"]),
+            local_nvme_gb=int(row["local_nvme_gb"] or 0), alloc_cpu=f"{node.cpu_millicores}m",
+            alloc_mem=f"{node.memory_mib}Mi", max_pods=node.max_pods,
         )
     return out
 

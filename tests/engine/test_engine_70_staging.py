@@ -1,7 +1,7 @@
 """The staging Job as the chart renders it (charts/vllm-inference staging.*): its container's command
 and env, with files/staging/stage_weights.py taken from the rendered scripts ConfigMap, run by the
 engine venv's python and huggingface_hub (the vLLM image's stand-ins, tests/engine/staging_pod.py)
-against a local stand-in of the Hub (tests/engine/fake_hub.py) that requires the token.
+against a local stand-in of the Hub (tests/harness/fake_hub.py) that requires the token.
 
 Target pvc (a folder standing in for the claim): the first run is killed (SIGKILL, as a node loss
 or the deadline would) while the large file is part-way; the second run skips the finished files,
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from tests.engine import staging_pod as sp
 from tests.engine.engine_env import EngineVenv, base_env, s3_standin_server
-from tests.engine.fake_hub import FakeRepo, serve
+from tests.harness.fake_hub import FakeRepo, serve
 from tests.engine.report import REPORT
 from tests.engine.server import free_port
 

@@ -42,7 +42,7 @@ def _configs(tmp):
 
 CASES = [
     # (id, args, text the message must contain)
-    ("unknown model", ["--model", "acme/NoSuchModel-7B", *G6E], "--model 'acme/NoSuchModel-7B'"),
+    ("unknown model", ["--model", "acme/NoSuchModel-7B", *G6E], "--model acme/NoSuchModel-7B: HF_HUB_OFFLINE"),
     ("unknown model suggests config", ["--model", "gpt-17", *G6E], "config.json"),
     ("empty model", ["--model", "", *G6E], "--model"),
     ("unknown instance", [*M8, "--instance", "p9.96xlarge"], "--instance p9.96xlarge is not in the catalog"),
