@@ -34,7 +34,7 @@ CHARTS := $(sort $(patsubst charts/%/Chart.yaml,%,$(wildcard charts/*/Chart.yaml
 # each test it collects is selected by exactly one tier.
 TEST_TIERS := unit render
 # No helm, checkov, promtool, cluster or engine: the generator and the harness's own logic.
-TEST_ARGS_unit := -m "not (render or cluster or engine or kind)" tests/unit tests/harness_selftest
+TEST_ARGS_unit := -m "not (render or cluster or engine or kind or aws)" tests/unit tests/harness_selftest
 # Needs the pinned helm3/helm4, checkov and promtool (`make setup`).
 TEST_ARGS_render := -m render tests
 
@@ -61,7 +61,7 @@ setup: $(SETUP_TARGETS) ## install the venv and the pinned tools (.venv, .tools)
 # while the unit and render tiers run: those keep about one of two cores busy, so on a new
 # machine the builds use the other instead of waiting their turn. The cluster, engine and kind
 # tiers then run once it is done (never beside a build: their timings must see a quiet machine).
-LATE_TIERS := cluster or engine or kind
+LATE_TIERS := cluster or engine or kind or aws
 SETUP_LOG := $(TOOLS)/logs/test-setup.log
 
 test: setup ## set up everything and run every test tier (set-up of the late tiers overlaps the early ones)
@@ -100,4 +100,4 @@ bench-render: setup ## time rendering and validating every chart with every valu
 	$(BIN)/python tools/bench_render.py
 
 clean: ## remove .venv, .tools, .cache and out
-	rm -rf $(VENV) $(TOOLS) .cache out
+	rm -rf $(VENV) $(AWS_VENV) $(TOOLS) .cache out

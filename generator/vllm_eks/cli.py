@@ -26,12 +26,19 @@ from .request import PlanRequest
 
 _PLAN_OPTIONS: list[Callable] = [
     click.option("--model", required=True, help="Catalog id, Hugging Face repo id (ORG/NAME[@REVISION]: read from the Hub, or HF_ENDPOINT, when the catalog lacks it; cached, HF_HUB_OFFLINE=1 reads only the cache), or path to a config.json (or its folder)."),
-    click.option("--instance", help="EC2 instance type from the catalog (`vllm-eks catalog instances`)."),
+    click.option("--instance", help="EC2 instance type: from the catalog (`vllm-eks catalog instances`), else read from "
+                                    "EC2 and the Pricing API with your AWS credentials (needs vllm-eks[aws])."),
     click.option("--gpu-memory-mib", type=int, help="Hardware outside the catalog: memory of one GPU in MiB (as nvidia-smi reports)."),
     click.option("--gpus-per-node", type=int, help="Hardware outside the catalog: GPUs per machine."),
     click.option("--hardware-name", help="Hardware outside the catalog: its EC2 instance type (the GPU pool's "
                                          "instance type), e.g. p6-b200.48xlarge."),
     click.option("--price-per-hour", type=float, help="Override the on-demand USD price of one node."),
+    click.option("--region", help="AWS region to read an --instance outside the catalog from (EC2 DescribeInstanceTypes "
+                                  "and its Pricing API location; default: AWS_REGION or the profile's region)."),
+    click.option("--vcpus", type=int, help="Custom hardware: vCPUs of one machine (sizes the pod's CPU and the EC2 vCPU quota)."),
+    click.option("--memory-gib", type=float, help="Custom hardware: memory of one machine in GiB (sizes the pod's memory)."),
+    click.option("--max-pods", type=int, help="Hardware outside the catalog: the node's kubelet maxPods (default: the ENI "
+                                              "limit of a type read from EC2; 110, kubelet's default, for custom hardware)."),
     click.option("--dtype", type=click.Choice(["auto", "bfloat16", "float16"]), default="auto", show_default=True),
     click.option("--quantization", type=click.Choice(["fp8", "awq", "gptq"]), help="Weight quantization (fp8 works on 16-bit checkpoints; awq/gptq need such a checkpoint)."),
     click.option("--kv-cache-dtype", type=click.Choice(["auto", "fp8"]), default="auto", show_default=True),
@@ -343,18 +350,23 @@ def check_fit_command(scenario_dir: Path, helm: str | None, quotas: tuple[str, .
     from .plan import Plan
     from .quota import summary as quota_summary
 
+    from .ec2_instances import hardware_from_record
+
     limits = parse_quotas(quotas)
     plan_file = scenario_dir / "plan.json"
-    quota = None
+    quota, outside = None, None
     if plan_file.is_file():
         try:
-            quota = Plan.from_summary(json.loads(plan_file.read_text())).quota
+            saved = Plan.from_summary(json.loads(plan_file.read_text()))
+            quota = saved.quota
+            # a node outside the catalog: the figures the plan sized it by
+            outside = hardware_from_record(saved.hardware) if saved.hardware else None
         except (ValueError, KeyError, TypeError) as e:
             _fail(f"{plan_file}: not a plan.json `vllm-eks values` writes ({type(e).__name__}: {str(e).splitlines()[0]})")
     elif limits:
         _fail(f"--quota: {plan_file} is missing, so there are no quota figures to check")
     check_quotas(quota, limits)
-    mismatches = check_fit(scenario_dir, helm=helm)
+    mismatches = check_fit(scenario_dir, helm=helm, catalog={outside.name: outside} if outside else None)
     if quota is not None:
         click.echo(f"{scenario_dir}: EC2 vCPU quota, {quota_summary(quota)}; "
                    f"{quota.quota_on_demand_bucket} or {quota.quota_spot_bucket}")

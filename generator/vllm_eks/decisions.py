@@ -145,7 +145,8 @@ class Decisions:
         self._budgets: dict[tuple[int, int, int], budget_mod.Budget] = {}
         self._shapes: dict[tuple[int, int], budget_mod.Shape] = {}
         self.hw: Hardware = resolve_hardware(req.instance, req.gpu_memory_mib, req.gpus_per_node,
-                                             req.hardware_name, req.price_per_hour)
+                                             req.hardware_name, req.price_per_hour, region=req.region,
+                                             vcpus=req.vcpus, memory_gib=req.memory_gib, max_pods=req.max_pods)
         self.p = _precisions(self.a, req, self.hw.compute_capability, self.hw.gpu)
         self.util = req.gpu_memory_utilization or DEFAULT_UTILIZATION
         # The KV block size: the attention backend vLLM selects decides it (attention.py); the KV

@@ -588,7 +588,9 @@ def _evaluate(t: PodTemplate, pool: Pool, catalog: dict[str, Hardware],
     for name in types:
         hw = catalog.get(name)
         if hw is None:
-            cand = _Candidate(pool, [("instance", f"instance type {name} is not in the instance catalog")])
+            cand = _Candidate(pool, [("instance", f"instance type {name} is not in the instance catalog, and the "
+                                                  "plan.json has no node figures for it (plan it with --vcpus and "
+                                                  "--memory-gib, or read it from EC2 with --instance)")])
         else:
             shape = node_shape(pool, hw, daemonsets, reserve)
             problems = (selection_problems(t.spec, label_domain(pool, hw), pool.labels)
@@ -737,10 +739,12 @@ def render_chart(chart: Path, values: Path, release: str, namespace: str, helm: 
 
 def check_fit(scenario_dir: str | os.PathLike[str], *, charts_dir: str | os.PathLike[str] | None = None,
               helm: str | None = None, infra_objects: list[dict[str, Any]] | None = None,
-              server_objects: list[dict[str, Any]] | None = None) -> list[Mismatch]:
+              server_objects: list[dict[str, Any]] | None = None,
+              catalog: dict[str, Hardware] | None = None) -> list[Mismatch]:
     """Render `gpu-infra.yaml` and `vllm-inference.yaml` of a scenario folder with helm and check
     that every model-server pod fits a pool, keeping the DaemonSet reserve of its plan.json on
-    every node. Pre-rendered objects may be passed instead."""
+    every node. Pre-rendered objects may be passed instead; `catalog` adds to the instance
+    catalog (a plan's node outside it)."""
     scenario = Path(scenario_dir)
     charts = Path(charts_dir) if charts_dir else _charts_dir()
     if infra_objects is None:
@@ -749,4 +753,5 @@ def check_fit(scenario_dir: str | os.PathLike[str], *, charts_dir: str | os.Path
         server_objects = render_chart(charts / "vllm-inference", scenario / "vllm-inference.yaml", "vllm", "llm", helm)
     plan = scenario / "plan.json"
     reserve = Reserve.of_plan(json.loads(plan.read_text())) if plan.is_file() else Reserve()
-    return check_objects(infra_objects, server_objects, reserve=reserve)
+    return check_objects(infra_objects, server_objects, reserve=reserve,
+                         catalog={**instance_catalog(), **catalog} if catalog else None)

@@ -13,6 +13,7 @@ import yaml
 
 from .errors import InvalidOptionError, UnknownInstanceError
 
+from . import node_allocatable
 from .derivations import Derivations
 from .node_allocatable import allocatable
 from .plan import NodePlan
@@ -43,6 +44,8 @@ class Hardware:
     bf16_tflops: float | None = None       # datasheet dense BF16 tensor throughput of one GPU
     memory_bandwidth: float | None = None  # datasheet memory bandwidth of one GPU, bytes/s
     compute_capability: tuple[int, int] | None = None  # CUDA compute capability; None: unknown (custom)
+    shape_source: str = ""   # where vCPUs, memory and allocatable came from, outside the catalog (ec2_instances.py)
+    price_source: str = ""   # where usd_per_hour came from, when not the catalog's us-east-1 figure
 
 
 @lru_cache(maxsize=1)
@@ -140,7 +143,11 @@ def supported_families() -> list[str]:
 
 
 def resolve_hardware(instance: str | None, gpu_memory_mib: int | None, gpus_per_node: int | None,
-                     hardware_name: str | None, price: float | None) -> Hardware:
+                     hardware_name: str | None, price: float | None, *, region: str | None = None,
+                     vcpus: int | None = None, memory_gib: float | None = None,
+                     max_pods: int | None = None) -> Hardware:
+    """The machine of a plan: a catalog instance (no AWS call), an instance type read from EC2
+    (ec2_instances.py), or custom hardware from flags (with --vcpus/--memory-gib, derived)."""
     if price is not None and price < 0:
         raise InvalidOptionError(f"--price-per-hour must be >= 0, got {price}")
     custom = gpu_memory_mib is not None or gpus_per_node is not None
@@ -148,17 +155,26 @@ def resolve_hardware(instance: str | None, gpu_memory_mib: int | None, gpus_per_
         raise InvalidOptionError(
             "--instance conflicts with --gpu-memory-mib/--gpus-per-node: give a catalog instance or custom hardware, not both")
     if instance:
+        from . import ec2_instances
+
         catalog = instance_catalog()
+        shape_flags = [f for f, v in (("--vcpus", vcpus), ("--memory-gib", memory_gib)) if v is not None]
+        if shape_flags:
+            raise InvalidOptionError(f"{', '.join(shape_flags)}: only with --gpu-memory-mib/--gpus-per-node (custom "
+                                     f"hardware); the shape of --instance {instance} comes from the catalog or EC2")
         if instance not in catalog and (why := unmodelled_reason(instance)):
             raise UnknownInstanceError(
                 f"--instance '{instance}' is {why}; vllm-eks plans NVIDIA GPU instances of the families "
                 f"{', '.join(supported_families())} (vllm-eks catalog instances)")
         if instance not in catalog:
-            raise UnknownInstanceError(
-                f"--instance '{instance}' is not in the catalog (known: {', '.join(sorted(catalog))}); "
-                "for other hardware give --gpu-memory-mib and --gpus-per-node")
+            return ec2_instances.lookup_instance(instance, region, price, max_pods)
+        outside = [f for f, v in (("--region", region), ("--max-pods", max_pods)) if v is not None]
+        if outside:
+            raise InvalidOptionError(
+                f"{', '.join(outside)}: only for hardware outside the catalog; {instance} is in the catalog (its max "
+                "pods is the ENI limit, its price us-east-1's: give --price-per-hour for another region)")
         hw = catalog[instance]
-        return replace(hw, usd_per_hour=price) if price is not None else hw
+        return replace(hw, usd_per_hour=price, price_source="--price-per-hour") if price is not None else hw
     if not custom:
         raise InvalidOptionError("give --instance, or --gpu-memory-mib and --gpus-per-node for hardware outside the catalog")
     if gpu_memory_mib is None or gpu_memory_mib <= 0:
@@ -169,18 +185,31 @@ def resolve_hardware(instance: str | None, gpu_memory_mib: int | None, gpus_per_
         raise InvalidOptionError(
             "--hardware-name is required with --gpu-memory-mib/--gpus-per-node: the EC2 instance type of "
             "that hardware (e.g. p6-b200.48xlarge), which the GPU pool asks Karpenter for")
+    if region is not None:
+        raise InvalidOptionError("--region: only with an --instance read from EC2; custom hardware is described by "
+                                 "its flags")
     total, source = cuda_total_bytes("custom", gpu_memory_mib)
-    return Hardware(
+    from .ec2_instances import with_custom_shape
+
+    return with_custom_shape(Hardware(
         name=hardware_name, gpu="custom",
         gpus_per_node=gpus_per_node, gpu_memory_mib_nvidia_smi=gpu_memory_mib, gpu_memory_bytes=total,
         gpu_memory_source=source, interconnect="unknown", vcpu=0, memory_mib=0,
         alloc_cpu_millicores=0, alloc_memory_bytes=0, max_pods=0, efa_max=0, network_mbps=0,
-        local_nvme_gb=0, usd_per_hour=price, in_catalog=False)
+        local_nvme_gb=0, usd_per_hour=price, in_catalog=False,
+        price_source="--price-per-hour" if price is not None else ""), vcpus, memory_gib, max_pods)
 
 
 def node_plan(hw: Hardware, multi_node: bool) -> NodePlan:
     """The node section of the Plan: the GPU machine one pod runs on."""
     d = Derivations()
+    if hw.shape_source:
+        d.add("node_allocatable", f"{hw.alloc_cpu_millicores}m CPU, {gib(hw.alloc_memory_bytes)}, {hw.max_pods} pods",
+              node_allocatable.FORMULA, hw.shape_source)
+    elif not hw.in_catalog:
+        d.add("node_allocatable", "unknown", "hardware outside the catalog without --vcpus and --memory-gib",
+              "the pod's CPU and memory requests are defaults and the EC2 vCPU quota is unknown: give --vcpus and "
+              "--memory-gib (and --max-pods, default 110) to derive them")
     d.add("gpu_memory_bytes", gib(hw.gpu_memory_bytes), f"CUDA-visible total of one {hw.gpu}", hw.gpu_memory_source)
     bandwidth = hw.network_mbps / 8000
     if multi_node:

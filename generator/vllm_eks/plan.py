@@ -278,6 +278,9 @@ class Plan(BaseModel):
     measured: MeasuredPlan | None = Field(None, description="The benchmark sweep behind max_num_seqs and the KEDA "
                                                             "threshold; None when they are estimates")
     staging: StagingPlan | None = Field(None, description="The staging Job of --stage; None without it")
+    hardware: dict[str, Any] | None = Field(None, description=(
+        "The node's figures when it is outside the catalog and its shape is known (read from EC2, or custom with "
+        "--vcpus/--memory-gib): what check-fit sizes the pool's nodes by; None for catalog instances"))
 
     @property
     def kv_transfer_config(self) -> dict | None:
@@ -327,6 +330,8 @@ class Plan(BaseModel):
             top["measured"] = MeasuredPlan(**summary["measured"])
         if summary.get("staging"):
             top["staging"] = StagingPlan(**summary["staging"])
+        if summary.get("hardware"):
+            top["hardware"] = summary["hardware"]
         for phase in ("prefill", "decode"):
             if summary.get(phase):
                 p = summary[phase]
@@ -362,5 +367,8 @@ class Plan(BaseModel):
         # only with --stage: plans without it keep their earlier form
         if self.staging is not None:
             out["staging"] = self.staging.model_dump(mode="json")
+        # only outside the catalog: plans of catalog instances keep their earlier form
+        if self.hardware is not None:
+            out["hardware"] = self.hardware
         out["derivations"] = [d.model_dump(mode="json") for d in self.derivations]
         return out

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from .budget import memory_plan
 from .decisions import Decisions, phases, serve_autoscaling
+from .ec2_instances import hardware_record
 from .hardware import node_plan
 from .latency import default_slos
 from .plan import MeasuredPlan, Plan
@@ -83,7 +84,8 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
                 quota=plan_quota(instance=dec.hw.name, vcpus_per_node=dec.hw.vcpu, gpus_per_node=dec.hw.gpus_per_node,
                                  topology=topology, layout=layout, pool=pool, serve=serve, prefill=prefill,
                                  decode=decode),
-                serve_autoscaling=serve, prefill=prefill, decode=decode, measured=measured, staging=staging)
+                serve_autoscaling=serve, prefill=prefill, decode=decode, measured=measured, staging=staging,
+                hardware=hardware_record(dec.hw))
 
 
 def _no_raid0_reason(local_nvme_gb: int) -> str:

@@ -155,5 +155,5 @@ def plan_cost(hw: Hardware, nodes_per_replica: int, gpus_per_pod: int) -> CostPl
     d = Derivations()
     d.add("cost_per_hour_usd", f"${cost:.2f}",
           f"${hw.usd_per_hour}/h x {nodes_per_replica} node(s) x {gpus_per_pod}/{hw.gpus_per_node} GPUs",
-          "on-demand us-east-1 (override with --price-per-hour)")
+          hw.price_source or "on-demand us-east-1 (override with --price-per-hour)")
     return CostPlan(cost_per_hour_usd=cost, derivations=d.items)

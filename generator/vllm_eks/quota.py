@@ -143,7 +143,7 @@ def plan_quota(*, instance: str, vcpus_per_node: int | None, gpus_per_node: int,
     def show(nodes: int) -> str:
         return f"{nodes * vcpu} vCPUs" if vcpu else f"{nodes} node(s), vCPUs unknown"
 
-    per = f"x {vcpu} vCPUs of {instance}" if vcpu else f"({instance} is not in the catalog: vCPUs unknown)"
+    per = f"x {vcpu} vCPUs of {instance}" if vcpu else f"({instance} is not in the catalog: vCPUs unknown, give --vcpus)"
     d.add("quota_vcpus_min", show(nodes_min), f"{nodes_min} node(s) {per}; {why_min}")
     d.add("quota_vcpus_max", show(nodes_max), f"pool nodes {nodes_max} {per}; autoscaling maximum "
           f"{pool.autoscaling_max_replicas} replica(s)")
@@ -190,7 +190,7 @@ def check_quotas(q: QuotaPlan | None, quotas: dict[str, int], capacity_types: tu
             continue
         if q.quota_vcpus_per_node is None:
             raise InvalidOptionError("--quota: the vCPUs of the pool's instance are unknown (hardware outside "
-                                     f"the catalog), so the quota cannot be checked (got '{key}={vcpus}')")
+                                     f"the catalog: give --vcpus), so the quota cannot be checked (got '{key}={vcpus}')")
         for what, need, nodes in (("the autoscaling maximum", q.quota_vcpus_max, q.quota_nodes_max),
                                   ("the upgrade peak", q.quota_vcpus_upgrade_peak, q.quota_nodes_upgrade_peak)):
             if need is not None and need > vcpus:

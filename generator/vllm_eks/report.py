@@ -36,8 +36,12 @@ def summary_rows(p: Plan) -> list[tuple[str, str]]:
                                  f"on --cache {p.pod.cache})"),
         ("grace period", f"{p.pod.termination_grace_period_seconds} s (preStop {p.pod.prestop_seconds} s, "
                          f"--shutdown-timeout {p.pod.shutdown_timeout_seconds} s)"),
-        ("cost per replica", f"${p.cost.cost_per_hour_usd:.2f}/h" if p.cost.cost_per_hour_usd is not None else "unknown price"),
+        ("cost per replica", f"${p.cost.cost_per_hour_usd:.2f}/h" if p.cost.cost_per_hour_usd is not None
+                             else "unknown price (give --price-per-hour)"),
     ]
+    outside = _outside_catalog(p)
+    if outside:
+        rows.insert(2, ("node figures", outside))
     if p.quota is not None:
         rows.append(("EC2 vCPU quota", quota.summary(p.quota)))
     if p.staging is not None:
@@ -47,6 +51,17 @@ def summary_rows(p: Plan) -> list[tuple[str, str]]:
         rows.append(("staging Job", f"{s.staging_repo}@{s.staging_revision} -> {where}; ~{s.staging_copy_seconds} s, "
                                     f"deadline {s.staging_deadline_seconds} s"))
     return rows
+
+
+def _outside_catalog(p: Plan) -> str | None:
+    """Where the node's figures came from when it is outside the catalog (the node_allocatable
+    derivation hardware.node_plan writes), or which flags would give them; None in the catalog."""
+    d = next((d for d in p.node.derivations if d.key == "node_allocatable"), None)
+    if d is None:
+        return None
+    if d.value == "unknown":
+        return "outside the catalog: pod CPU/memory are defaults, vCPUs unknown (give --vcpus and --memory-gib)"
+    return f"{d.value}; {d.source.split(': ', 1)[0]}" if d.source.startswith("EC2 ") else f"{d.value}; {d.source}"
 
 
 def _max_model_len(p: Plan) -> str:

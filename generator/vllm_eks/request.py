@@ -32,6 +32,13 @@ class PlanRequest(BaseModel):
     hardware_name: str | None = Field(default=None, max_length=64, pattern=EC2_INSTANCE_TYPE, description=(
         "EC2 instance type of hardware outside the catalog (the GPU pool's instance type), e.g. p6-b200.48xlarge"))
     price_per_hour: float | None = Field(default=None, description="Override of the on-demand price")
+    # outside the catalog: EC2's region, and the shape of custom hardware (ec2_instances.py)
+    region: str | None = Field(default=None, pattern=r"^[a-z]{2}(-[a-z]+)+-\d{1,2}$", description=(
+        "AWS region an --instance outside the catalog is read from (EC2 and its Pricing location)"))
+    vcpus: int | None = Field(default=None, gt=0, le=4096, description="vCPUs of custom hardware")
+    memory_gib: float | None = Field(default=None, gt=0, le=64 * 1024, description="Memory of custom hardware, GiB")
+    max_pods: int | None = Field(default=None, ge=1, le=1024, description=(
+        "kubelet maxPods of hardware outside the catalog (default: ENI limit from EC2, else 110)"))
 
     # precision
     dtype: Literal["auto", "bfloat16", "float16"] = "auto"

@@ -207,9 +207,11 @@ def _cpu_and_memory(d: Derivations, hw: Hardware, gpus_per_pod: int, shm: int,
         cpu = UNKNOWN_NODE_CPU_M_PER_GPU * gpus_per_pod
         mem = shm + UNKNOWN_NODE_MEMORY_PER_GPU * gpus_per_pod
         d.add("cpu_request_millicores", f"{cpu}m",
-              f"hardware outside the catalog: {UNKNOWN_NODE_CPU_M_PER_GPU // 1000} vCPU x {gpus_per_pod} GPUs")
+              f"hardware outside the catalog: {UNKNOWN_NODE_CPU_M_PER_GPU // 1000} vCPU x {gpus_per_pod} GPUs",
+              "a default, not the node's allocatable: give --vcpus and --memory-gib to derive it")
         d.add("memory_request_bytes", gib(mem),
-              f"hardware outside the catalog: shm + {gib_exact(UNKNOWN_NODE_MEMORY_PER_GPU)} x {gpus_per_pod} GPUs")
+              f"hardware outside the catalog: shm + {gib_exact(UNKNOWN_NODE_MEMORY_PER_GPU)} x {gpus_per_pod} GPUs",
+              "a default, not the node's allocatable: give --vcpus and --memory-gib to derive it")
         return cpu, mem
     share = gpus_per_pod / hw.gpus_per_node
     cpu = int((hw.alloc_cpu_millicores - reserve_cpu) * share) // 10 * 10

@@ -39,3 +39,21 @@ def test_pool_label_mismatch_exits_1(tmp_path):
     r = _run(folder)
     assert r.returncode == 1
     assert "Traceback" not in r.stderr and r.stderr.strip()
+
+
+# a type the catalog lacks (a family after it): check-fit cannot fall back on a catalog row
+CUSTOM = ["--model", "llama-3.1-8b-instruct", "--gpu-memory-mib", "46068", "--gpus-per-node", "1",
+          "--hardware-name", "g8.2xlarge"]
+
+
+def test_custom_hardware_fits_by_the_figures_its_plan_recorded(tmp_path):
+    """Hardware outside the catalog: check-fit sizes its nodes from plan.json's `hardware`
+    (custom hardware with --vcpus/--memory-gib); without those figures it says which flags."""
+    sized, unsized = tmp_path / "sized", tmp_path / "unsized"
+    for out, extra in ((sized, ["--vcpus", "8", "--memory-gib", "64"]), (unsized, [])):
+        subprocess.run([EXE, "values", *CUSTOM, *extra, "--out", str(out)], check=True, capture_output=True, timeout=120)
+    r = _run(sized)
+    assert r.returncode == 0, r.stderr
+    assert "G bucket: 8 / 32 / 32 vCPUs" in r.stdout
+    r = _run(unsized)
+    assert r.returncode == 1 and "plan.json has no node figures for it (plan it with --vcpus and --memory-gib" in r.stderr

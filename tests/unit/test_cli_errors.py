@@ -45,7 +45,7 @@ CASES = [
     ("unknown model", ["--model", "acme/NoSuchModel-7B", *G6E], "--model acme/NoSuchModel-7B: HF_HUB_OFFLINE"),
     ("unknown model suggests config", ["--model", "gpt-17", *G6E], "config.json"),
     ("empty model", ["--model", "", *G6E], "--model"),
-    ("unknown instance", [*M8, "--instance", "p9.96xlarge"], "--instance 'p9.96xlarge'"),
+    ("unknown instance", [*M8, "--instance", "p9.96xlarge"], "--instance p9.96xlarge is not in the catalog"),
     ("no hardware", [*M8], "--instance"),
     ("instance and custom", [*M8, *G6E, "--gpu-memory-mib", "1000"], "--gpu-memory-mib"),
     ("custom without gpus", [*M8, "--gpu-memory-mib", "81559"], "--gpus-per-node"),
