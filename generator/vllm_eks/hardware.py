@@ -115,8 +115,8 @@ _NOT_MODELLED: tuple[tuple[tuple[str, ...], str], ...] = (
     (("trn", "inf"), "an AWS Neuron (Trainium/Inferentia) instance, not a CUDA GPU instance: vLLM's CUDA memory model does not apply"),
     (("dl1", "dl2q"), "a Habana Gaudi / Qualcomm AI 100 instance, not a CUDA GPU instance"),
     (("g4ad",), "an AMD Radeon Pro V520 instance, not a CUDA GPU instance"),
-    (("g6f", "gr6f"), "a fractional-GPU type (a slice of one L4, 2.8 to 11 GiB, that the NVIDIA device plugin "
-                      "cannot hand a pod as nvidia.com/gpu): not modelled"),
+    (("g6f", "gr6f"), "a fractional-GPU type (an eighth to a half of one L4, served through NVIDIA's GRID "
+                      "vGPU driver rather than the AMI's datacenter driver): not modelled"),
     (("p6e-gb",), "a Grace Blackwell UltraServer node (arm64 Grace CPUs, GPUs joined across nodes by NVLink, "
                   "sold as UltraServer capacity): not modelled"),
     (("g5g",), "a Graviton (arm64) instance with T4G GPUs: not modelled"),
