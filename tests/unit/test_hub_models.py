@@ -32,14 +32,14 @@ KINDS = {  # what each stand-in repo covers
     "Qwen/Qwen2.5-7B-Instruct-AWQ": "AWQ INT4 (qweight/qzeros int32, fp16 scales)",
     "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4": "GPTQ INT4 (qweight/qzeros/g_idx int32, fp16 scales)",
     "Qwen/Qwen2.5-VL-7B-Instruct": "multimodal (Qwen2.5-VL, vision tower in the checkpoint)",
-    "Qwen/Qwen3-8B-FP8": "FP8 block-quantized (e4m3 weights, fp32 weight_scale_inv)",
+    "Qwen/Qwen3-32B-FP8": "FP8 block-quantized (e4m3 weights, fp32 weight_scale_inv)",
     "deepseek-ai/DeepSeek-V2-Lite-Chat": "MLA + MoE (64 experts, 2 shared)",
     "google/gemma-2-9b-it": "sliding window (alternating 4096-token local layers)",
     "ibm-granite/granite-4.0-h-tiny-base": "hybrid (Mamba2 + attention, MoE)",
     "meta-llama/Llama-2-7b-chat-hf": "dense MHA, gated repo",
     "microsoft/phi-4": "dense GQA, fused qkv_proj",
     "mistralai/Mistral-Small-24B-Instruct-2501": "dense GQA",
-    "mistralai/Mixtral-8x22B-Instruct-v0.1": "MoE (8 experts top-2), 59 shards + index",
+    "mistralai/Mixtral-8x22B-v0.1": "MoE (8 experts top-2), sharded + index",
     "openai/gpt-oss-20b": "MXFP4 experts (uint8 blocks/scales), sliding window",
 }
 
@@ -110,7 +110,7 @@ def test_synthesized_checkpoint_matches_the_real_one() -> None:
 def test_sharded_repo_is_read_through_its_index(online, monkeypatch, tmp_path) -> None:
     """The index, then each shard's header by ranged reads: a few hundred KiB of a 281 GB
     checkpoint."""
-    repo = "mistralai/Mixtral-8x22B-Instruct-v0.1"
+    repo = "mistralai/Mixtral-8x22B-v0.1"
     fake = online.repos[repo]
     shards = [n for n in fake.files if n.endswith(".safetensors")]
     assert len(shards) > 1 and "model.safetensors.index.json" in fake.files
