@@ -71,13 +71,14 @@ FLASH_ATTN_MLA = Backend("FLASH_ATTN_MLA", (16,), frozenset({9}), fp8_kv_cache=F
 FLASHMLA = Backend("FLASHMLA", (64,), frozenset({9, 10}))
 FLASHINFER_MLA = Backend("FLASHINFER_MLA", (32, 64), frozenset({10}), qk_nope_head_dims=frozenset({64, 128, 192}))
 CUTLASS_MLA = Backend("CUTLASS_MLA", (128,), frozenset({10}))
-# Turing (T4, SM 7.5): FLASH_ATTN's supports_compute_capability needs SM >= 8.0 (FlashAttention 2),
-# FLASHINFER's takes 7.5 to 12.1 (flashinfer.py FlashInferBackend.supports_compute_capability),
-# TRITON_ATTN's 7.5 and up and TRITON_MLA any: a non-MLA model on a T4 gets FLASHINFER, an MLA
-# model TRITON_MLA, both with block size 16.
+# Turing (T4, SM 7.5): FLASH_ATTN's supports_compute_capability needs SM >= 8.0 (FlashAttention 2);
+# so does FLASHINFER's in vLLM 0.32.0 (flashinfer.py FlashInferBackend.supports_compute_capability:
+# ">= DeviceCapability(8, 0)", the floor raised from 7.5 while FlashInfer is broken on Turing);
+# TRITON_ATTN (triton_attn.py: any capability) and TRITON_MLA run anywhere: a non-MLA model on a T4
+# gets TRITON_ATTN, an MLA model TRITON_MLA, both with block size 16 and no FlashInfer workspace.
 TRITON_MLA = Backend("TRITON_MLA", (16,), min_major=7)
 FLASH_ATTN = Backend("FLASH_ATTN", (16,))
-FLASHINFER = Backend("FLASHINFER", (16, 32, 64), min_major=7)
+FLASHINFER = Backend("FLASHINFER", (16, 32, 64))
 TRITON_ATTN = Backend("TRITON_ATTN", (16,), min_major=7)
 # Sparse MLA (DeepSeek-V3.2), vllm/v1/attention/backends/mla/: flashattn_mla_sparse.py
 # FLASH_ATTN_MLA_SPARSE multiples of 64, SM 9.x, bf16 cache only; flashmla_sparse.py FLASHMLA_SPARSE

@@ -178,3 +178,14 @@ def test_rtx_pro_6000_takes_the_non_sm10_paths():
 def test_no_catalog_type_is_refused_by_name():
     from vllm_eks.hardware import unmodelled_reason
     assert [n for n in instance_catalog() if unmodelled_reason(n)] == []
+
+
+def test_t4_dense_model_gets_triton_attn_without_a_flashinfer_workspace():
+    """vLLM 0.32.0 raised FlashInfer's floor to SM 8.0 (flashinfer.py supports_compute_capability)
+    and FLASH_ATTN needs 8.0: a non-MLA model on a T4 runs TRITON_ATTN, so the budget carries no
+    FlashInfer workspace."""
+    plan = _plan("llama-3.1-8b-instruct", "g4dn.12xlarge")
+    block = next(d for d in plan["derivations"] if d["key"] == "block_size")
+    assert plan["block_size"] == 16 and "vLLM selects TRITON_ATTN" in block["formula"]
+    others = [d["formula"] for d in plan["derivations"] if d["key"] != "block_size"]
+    assert others and not any("FlashInfer" in f or "FLASHINFER" in f for f in others)
