@@ -128,7 +128,7 @@ class Substituted:
 
 def cpu_substitutions(args: list[str] | tuple[str, ...], *, tiny_model: str, port: int,
                       kv_cache_gib: int = SCENARIO_KV_GIB, keep_pipeline: bool = False,
-                      master_port: int | None = None) -> Substituted:
+                      master_port: int | None = None, keep_model: bool = False) -> Substituted:
     """The rendered `vllm serve` arguments, changed only where a CPU machine requires it:
     model -> local tiny stand-in; TP/PP/DP -> 1; the KV budget -> VLLM_CPU_KVCACHE_SPACE;
     --port -> a free loopback port with --host 127.0.0.1; a block size the CPU kernel cannot
@@ -136,16 +136,22 @@ def cpu_substitutions(args: list[str] | tuple[str, ...], *, tiny_model: str, por
     GPU/cluster-only flags dropped.
     Multi-node groups (keep_pipeline): the pipeline parallel size stays as rendered (one stage
     per process, as one per pod), TP -> 1 (one CPU worker per process), and --master-port ->
-    `master_port` (a free loopback port: several runs share this machine)."""
+    `master_port` (a free loopback port: several runs share this machine).
+    keep_model: the rendered model (a Hugging Face repo id) and any --model stay as they are: a
+    Hub stand-in serves the files of `tiny_model` under that id (HF_ENDPOINT, set by the caller),
+    so `tiny_model` only tells its attention kind (the MLA block size)."""
     model, groups = _split(list(args))
     changes: list[str] = []
-    out: list[str] = [tiny_model]
-    changes.append(f"model {model} -> {tiny_model}")
+    if keep_model:
+        out: list[str] = [model] if model is not None else []
+    else:
+        out = [tiny_model]
+        changes.append(f"model {model} -> {tiny_model}")
     saw_host = False
     mla = _uses_mla(tiny_model)
     for group in groups:
         name = _name(group)
-        if name == "--model":
+        if name == "--model" and not keep_model:
             changes.append(f"--model {group[1:] or group[0]} -> {tiny_model} (positional)")
             continue
         if keep_pipeline and name in ("--pipeline-parallel-size", "-pp"):

@@ -3,6 +3,9 @@ client as HF_ENDPOINT, answering the routes huggingface_hub 2.4 calls.
 
 - GET /api/models/<repo>[/revision/<rev>]: model_info (hf_api.py) - the commit sha and the
   siblings with size and, for LFS files, lfs.sha256/size/pointerSize (the keys ModelInfo parses).
+- GET /api/models/<repo>/tree/<rev>[/<path>][?recursive=True]: list_repo_tree (list_repo_files,
+  file_exists of vLLM's repo_utils) - one page of RepoFile / RepoFolder entries (type, path, oid,
+  size, lfs.oid/size/pointerSize), the revision and the path each quoted as the client sends them.
 - HEAD /<repo>/resolve/<rev>/<file>: what file_download.get_hf_file_metadata reads - ETag,
   X-Repo-Commit, and for LFS files X-Linked-Etag and X-Linked-Size, as the Hub sends them.
 - GET /<repo>/resolve/<rev>/<file>: the bytes, honouring `Range: bytes=a-b` and `bytes=a-` with
@@ -16,8 +19,10 @@ file the revision lacks 404 EntryNotFound; a gated repo's files 401 GatedRepo wi
 (its model_info stays public, as on the Hub); a repo with `token` set (the staging tests'
 private repo) refuses anything else with 401 RepoNotFound.
 
-Bytes sent are counted per file and every GET's first byte recorded, so a test can tell what a
-client fetched. Files larger than `slow_above` are sent in 64 KiB pieces with a pause between,
+A repo has one set of files per commit: `files` are those of `sha` (main); `commits` holds the
+files of other commits, which `tags` or the commit sha itself name. Bytes sent are counted per
+file and per commit, and every GET's first byte recorded, so a test can tell what a client
+fetched and from which commit. Files larger than `slow_above` are sent in 64 KiB pieces with a pause between,
 so a copy can be interrupted part-way."""
 
 from __future__ import annotations
@@ -69,26 +74,59 @@ class FakeRepo:
     gated: bool = False             # gated: the files need `token` (or any token when token is None)
     sha: str = "0123456789abcdef0123456789abcdef01234567"
     tags: dict[str, str] = field(default_factory=dict)  # other refs -> commit
+    commits: dict[str, dict[str, bytes | LazyFile]] = field(default_factory=dict)  # other commits -> their files
     slow_above: int = 1 << 20
     pause_seconds: float = 0.01
     sent: dict[str, int] = field(default_factory=dict)
+    sent_by_commit: dict[str, int] = field(default_factory=dict)  # commit -> bytes of its files sent
     ranges: list[tuple[str, int]] = field(default_factory=list)  # (file, first byte) of every GET
     requests: list[tuple[str, str]] = field(default_factory=list)  # (method, path) of every request
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def commit(self, rev: str) -> str | None:
-        refs = {"main": self.sha, self.sha: self.sha, **self.tags, **{c: c for c in self.tags.values()}}
+        refs = {"main": self.sha, self.sha: self.sha, **self.tags, **{c: c for c in self.tags.values()},
+                **{c: c for c in self.commits}}
         return refs.get(rev)
+
+    def files_at(self, sha: str) -> dict[str, bytes | LazyFile]:
+        return self.files if sha == self.sha else self.commits.get(sha, self.files)
 
     def info(self, sha: str) -> dict:
         siblings = []
-        for name, data in self.files.items():
+        for name, data in self.files_at(sha).items():
             entry: dict = {"rfilename": name, "size": len(data), "blobId": _digest(data, "sha1")}
             if name in self.lfs:
                 entry["lfs"] = {"sha256": _digest(data, "sha256"), "size": len(data), "pointerSize": 134}
             siblings.append(entry)
         return {"id": self.repo, "modelId": self.repo, "sha": sha, "siblings": siblings,
                 "private": self.token is not None, "gated": "manual" if self.gated else False}
+
+    def tree(self, sha: str, path: str, recursive: bool) -> list[dict] | None:
+        """list_repo_tree's entries below `path` ("" for the root); None if no such folder."""
+        files = self.files_at(sha)
+        prefix = path.strip("/") + "/" if path.strip("/") else ""
+        if prefix and not any(n.startswith(prefix) for n in files):
+            return None
+        out: list[dict] = []
+        folders: set[str] = set()
+        for name in sorted(files):
+            if not name.startswith(prefix):
+                continue
+            parts = name[len(prefix):].split("/")
+            for depth in range(1, len(parts)):
+                folders.add(prefix + "/".join(parts[:depth]))
+            if len(parts) > 1 and not recursive:
+                continue
+            data = files[name]
+            entry: dict = {"type": "file", "path": name, "size": len(data), "oid": _digest(data, "sha1")}
+            if name in self.lfs:
+                entry["lfs"] = {"oid": _digest(data, "sha256"), "size": len(data), "pointerSize": 134}
+            out.append(entry)
+        for folder in sorted(folders):
+            if recursive or "/" not in folder[len(prefix):]:
+                out.append({"type": "directory", "path": folder,
+                            "oid": hashlib.sha1(folder.encode()).hexdigest()})
+        return out
 
 
 @dataclass
@@ -117,10 +155,16 @@ class _Handler(BaseHTTPRequestHandler):
                     {"X-Error-Code": error_code, "X-Error-Message": message, "Content-Type": "application/json"})
 
     def _route(self) -> tuple[FakeRepo, str, str | None] | None:
-        """(repo, kind, rest) of the request path; kind is "api" or "resolve"."""
-        path = unquote(urlsplit(self.path).path)
+        """(repo, kind, rest) of the request path; kind is "api", "tree" (rest: revision NUL path)
+        or "resolve"."""
+        raw = urlsplit(self.path).path
+        path = unquote(raw)
+        tree = re.fullmatch(r"/api/models/([^/]+/[^/]+)/tree/([^/]+)(/[^/]+)?", raw)
         m = re.fullmatch(r"/api/models/([^/]+/[^/]+)(?:/revision/(.+))?", path)
-        if m:
+        if tree:  # the revision and the path are each quoted whole (slashes as %2F)
+            repo, kind = unquote(tree.group(1)), "tree"
+            rest = unquote(tree.group(2)) + "\0" + unquote((tree.group(3) or "/")[1:])
+        elif m:
             repo, rest = m.group(1), m.group(2) or "main"
             kind = "api"
         else:
@@ -149,6 +193,19 @@ class _Handler(BaseHTTPRequestHandler):
         if route is None:
             return
         fake, kind, rest = route
+        if kind == "tree":
+            rev, _, folder = rest.partition("\0")
+            sha = fake.commit(rev)
+            if sha is None:
+                self._error(404, "RevisionNotFound", f"Invalid rev id: {rev}")
+                return
+            query = urlsplit(self.path).query
+            entries = fake.tree(sha, folder, recursive=bool(re.search(r"(^|&)recursive=(True|true|1)(&|$)", query)))
+            if entries is None:
+                self._error(404, "EntryNotFound", f"{folder} does not exist on {rev}")
+                return
+            self._reply(200, json.dumps(entries).encode(), {"Content-Type": "application/json"})
+            return
         if kind == "api":
             sha = fake.commit(rest)
             if sha is None:
@@ -168,13 +225,13 @@ class _Handler(BaseHTTPRequestHandler):
                             f"Access to model {fake.repo} is restricted. You must have access to it and be "
                             "authenticated to access it.")
                 return
-        if name not in fake.files:
+        if name not in fake.files_at(sha):
             self._error(404, "EntryNotFound", "Entry not found")
             return
         self._send_file(fake, sha, name)
 
     def _send_file(self, fake: FakeRepo, sha: str, name: str) -> None:
-        data = fake.files[name]
+        data = fake.files_at(sha)[name]
         etag = _digest(data, "sha256") if name in fake.lfs else _digest(data, "sha1")
         headers = {"ETag": f'"{etag}"', "X-Repo-Commit": sha, "Accept-Ranges": "bytes"}
         if name in fake.lfs:
@@ -213,6 +270,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(piece)
                 with fake.lock:
                     fake.sent[name] = fake.sent.get(name, 0) + len(piece)
+                    fake.sent_by_commit[sha] = fake.sent_by_commit.get(sha, 0) + len(piece)
                 if slow:
                     time.sleep(fake.pause_seconds)
         except (BrokenPipeError, ConnectionResetError):

@@ -11,6 +11,7 @@ load that commit. Then the cache (a second plan offline), and each failure as on
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -272,3 +273,31 @@ def test_cli_process_reads_the_environment(online, hub, tmp_path) -> None:
 def test_a_revision_with_slashes_is_a_revision(online) -> None:
     online.repos[TAGGED].tags["refs/pr/7"] = TAG_SHA
     assert make_plan(PlanRequest(model=f"{TAGGED}@refs/pr/7", instance=INSTANCE)).model_revision == TAG_SHA
+
+
+def test_stand_in_serves_each_commit_its_own_files(tmp_path, monkeypatch) -> None:
+    """A repo with an older commit beside main (what the pinned-revision engine test publishes):
+    model_info, the tree listing (recursive or not, a folder, an unknown folder) and the files
+    each answer for the commit asked, and bytes are counted per commit."""
+    from huggingface_hub import HfApi, constants
+    from huggingface_hub.errors import EntryNotFoundError
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # read at import; the tests run offline
+    old = "2222222222222222222222222222222222222222"
+    repo = FakeRepo("someone/two-commits", files={"config.json": b'{"n": 2}', "sub/notes.txt": b"main"},
+                    commits={old: {"config.json": b'{"n": 1}', "tokenizer.json": b"{}"}})
+    server, endpoint = serve(repo)
+    try:
+        api = HfApi(endpoint=endpoint)
+        assert api.model_info(repo.repo, revision=old).sha == old
+        assert sorted(api.list_repo_files(repo.repo, revision=old)) == ["config.json", "tokenizer.json"]
+        assert sorted(api.list_repo_files(repo.repo)) == ["config.json", "sub/notes.txt"]
+        top = {(e.path, type(e).__name__) for e in api.list_repo_tree(repo.repo)}
+        assert top == {("config.json", "RepoFile"), ("sub", "RepoFolder")}
+        assert [e.path for e in api.list_repo_tree(repo.repo, path_in_repo="sub")] == ["sub/notes.txt"]
+        with pytest.raises(EntryNotFoundError):
+            list(api.list_repo_tree(repo.repo, path_in_repo="sub", revision=old))
+        got = Path(api.hf_hub_download(repo.repo, "config.json", revision=old, cache_dir=tmp_path)).read_bytes()
+        assert got == b'{"n": 1}' and repo.sent_by_commit == {old: len(got)}
+    finally:
+        server.shutdown()
