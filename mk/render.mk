@@ -18,3 +18,9 @@ docs: readme calibration-docs
 # docs/calibration-logs.md's table of public vLLM logs, predicted through the generator.
 calibration-docs: venv ## regenerate the calibration table in docs/calibration-logs.md
 	$(BIN)/python tools/gen_calibration_docs.py
+
+# Every chart rendered with every values file it is tested with, and every scenario's plan.json,
+# one file each under SNAPSHOT: compare two with `diff -r` to show a change keeps the renders.
+SNAPSHOT ?= out/snapshot
+snapshot: venv helm ## render every chart x values file (scenarios and ci/) into SNAPSHOT for diff -r
+	$(BIN)/python tools/render_snapshot.py $(SNAPSHOT)
