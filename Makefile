@@ -48,7 +48,7 @@ venv: $(VENV)/.installed ## create .venv with the generator and the test depende
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,lint]'
 	touch $@
 
 include $(wildcard mk/*.mk)

@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT))
 from click.testing import CliRunner  # noqa: E402
 
 from tests.unit.bench_synthetic import write_sweep  # noqa: E402
-from vllm_eks.cli import main  # noqa: E402
+from vllm_eks.cli.main import main  # noqa: E402
 
 LEVELS = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024]
 PLAN = ROOT / "values" / "llama-3.1-8b-g6e-xlarge" / "plan.json"
@@ -44,7 +44,7 @@ def _time_process(args: list[str], repeats: int = 3) -> float:
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "vllm_eks.cli", *args], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([sys.executable, "-m", "vllm_eks.cli.main", *args], check=True, stdout=subprocess.DEVNULL)
         best = min(best, time.perf_counter() - start)
     return best
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import time
 
-from vllm_eks.catalog import model_catalog
-from vllm_eks.errors import VllmEksError
-from vllm_eks.hardware import instance_catalog
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
+from vllm_eks.catalog.instances import instance_catalog
+from vllm_eks.catalog.models import model_catalog
+from vllm_eks.core.errors import VllmEksError
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.spec.request import PlanRequest
 
 
 def main() -> None:

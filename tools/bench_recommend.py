@@ -11,9 +11,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from vllm_eks import decisions, hardware, instance_choice
-from vllm_eks.catalog import model_catalog
-from vllm_eks.hardware import instance_catalog
+from vllm_eks.catalog import instances as hardware
+from vllm_eks.catalog.instances import instance_catalog
+from vllm_eks.catalog.models import model_catalog
+from vllm_eks.planning import decisions
+from vllm_eks.recommend import instance_choice
 
 TARGET_S = 2.0
 

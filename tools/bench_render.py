@@ -13,8 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.harness import KUBE_VERSIONS, load_crds, validate_all  # noqa: E402
-from tests.harness import checkov, helm  # noqa: E402
+from tests.harness import KUBE_VERSIONS, checkov, helm, load_crds, validate_all  # noqa: E402  # noqa: E402
 
 # Every chart: the directories charts/<name>/ holding a Chart.yaml.
 CHARTS = sorted(p.parent.name for p in (ROOT / "charts").glob("*/Chart.yaml"))

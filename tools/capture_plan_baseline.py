@@ -14,11 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from vllm_eks.catalog import model_catalog
-from vllm_eks.errors import VllmEksError
-from vllm_eks.hardware import instance_catalog
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
+from vllm_eks.catalog.instances import instance_catalog
+from vllm_eks.catalog.models import model_catalog
+from vllm_eks.core.errors import VllmEksError
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.spec.request import PlanRequest
 
 # Request variants beyond the defaults: each toggles one planner path.
 VARIANTS: dict[str, dict] = {

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import yaml
 
-from vllm_eks.chart_values.registry import CHART_BUILDERS
-from vllm_eks.chart_values.schema import render_schema, replace_reference, values_reference_markdown, values_schema
+from vllm_eks.values.registry import CHART_BUILDERS
+from vllm_eks.values.schema import render_schema, replace_reference, values_reference_markdown, values_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 # Helpers every chart carries (a chart cannot include another chart's templates without a

@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-from vllm_eks import calibration
+from vllm_eks.check import calibration
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "calibration-logs.md"

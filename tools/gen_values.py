@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
-from vllm_eks.cli import main as cli
+from vllm_eks.cli.main import main as cli
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate generator/vllm_eks/data/instances.csv (and the test copy of Karpenter's published
+"""Regenerate generator/vllm_eks/catalog/data/instances.csv (and the test copy of Karpenter's published
 allocatable) from three files of an aws/karpenter-provider-aws release:
 
   website/content/en/<version>/reference/instance-types.md   per type: labels and resources
@@ -11,10 +11,10 @@ allocatable) from three files of an aws/karpenter-provider-aws release:
         --vpclimits zz_generated.vpclimits.go --pricing zz_generated.pricing_aws.go
 
 The catalog keeps the shape of each type (vCPUs, memory, ENIs, IPv4 per ENI, GPUs, EFA, NVMe,
-network, price); node allocatable is computed from it (vllm_eks.node_allocatable) and
+network, price); node allocatable is computed from it (vllm_eks.catalog.node_allocatable) and
 tests/unit/data/karpenter_allocatable.csv keeps what Karpenter published, for the test that
 recomputes every row. Figures Karpenter does not carry (nvidia-smi totals, the interconnect) come
-from the tables below; their sources are in generator/vllm_eks/data/instances.sources.md.
+from the tables below; their sources are in generator/vllm_eks/catalog/data/instances.sources.md.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CATALOG = ROOT / "generator" / "vllm_eks" / "data" / "instances.csv"
+CATALOG = ROOT / "generator" / "vllm_eks" / "catalog" / "data" / "instances.csv"
 PUBLISHED = ROOT / "tests" / "unit" / "data" / "karpenter_allocatable.csv"
 
 # The NVIDIA families the catalog models (every size of each), in the order they are listed.

@@ -11,9 +11,9 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
-from vllm_eks import report
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
+from vllm_eks.output import report
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.spec.request import PlanRequest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -33,7 +33,7 @@ def recommend_example() -> str:
     """`vllm-eks recommend` as the command prints it."""
     from click.testing import CliRunner
 
-    from vllm_eks.cli import main
+    from vllm_eks.cli.main import main
 
     result = CliRunner().invoke(main, RECOMMEND_ARGS, catch_exceptions=False)
     if result.exit_code:

@@ -10,7 +10,8 @@ import os
 import sys
 
 import vllm_eks
-from vllm_eks import cli, hardware
+from vllm_eks.catalog import instances as hardware
+from vllm_eks.cli import main as cli
 
 HIDDEN = {t for t in os.environ.get("VLLM_EKS_TEST_UNCATALOGUED", "").split(",") if t}
 _full = hardware.instance_catalog

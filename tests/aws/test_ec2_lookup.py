@@ -12,8 +12,8 @@ import time
 import pytest
 
 from tests.aws.pricing_standin import PricingStandIn, product
-from vllm_eks.hardware import instance_catalog
-from vllm_eks.units import GIB, MIB
+from vllm_eks.catalog.instances import instance_catalog
+from vllm_eks.core.units import GIB, MIB
 
 pytestmark = pytest.mark.aws
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import subprocess
-
 from pathlib import Path
 from typing import Any
 

@@ -3,7 +3,7 @@
 A node's labels, taints and allocatable come from a rendered gpu-infra NodePool (template labels
 and taints, requirement values) plus that instance type's row of instances.csv. Before
 charts/gpu-infra exists for a scenario, the same shape is derived from plan.json and
-vllm_eks.contract (the labels and taint the NodePool is required to carry).
+vllm_eks.core.contract (the labels and taint the NodePool is required to carry).
 
 Labels Karpenter sets on its nodes (karpenter.sh/nodepool, karpenter.sh/capacity-type,
 karpenter.k8s.aws/instance-*, the well-known kubernetes.io ones) follow Karpenter's documented
@@ -22,9 +22,9 @@ from importlib import resources
 from typing import Any
 
 from tests.harness import chart_contract
-from vllm_eks import contract, units
-from vllm_eks.units import GIB
-from vllm_eks.node_allocatable import allocatable
+from vllm_eks.catalog.node_allocatable import allocatable
+from vllm_eks.core import contract, units
+from vllm_eks.core.units import GIB
 
 # Karpenter's defaults for a node's kubelet (karpenter.sh docs, "kubelet" of EC2NodeClass):
 # evictionHard nodefs.available 10%, kubeReserved ephemeral-storage 1Gi.
@@ -57,7 +57,7 @@ class InstanceRow:
 @lru_cache(maxsize=1)
 def instances() -> dict[str, InstanceRow]:
     """instances.csv as shipped with the generator (every row, GPU or not)."""
-    text = resources.files("vllm_eks").joinpath("data/instances.csv").read_text()
+    text = resources.files("vllm_eks.catalog").joinpath("data/instances.csv").read_text()
     out: dict[str, InstanceRow] = {}
     for row in csv.DictReader(text.splitlines()):
         # allocatable from the type's shape, as the generator computes it (Karpenter's formula)

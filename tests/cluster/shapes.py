@@ -10,10 +10,9 @@ from typing import Any
 
 import yaml
 
-from tests.harness.helm import render
-
 from tests.harness import chart_contract
-from vllm_eks.units import quantity_millicores
+from tests.harness.helm import render
+from vllm_eks.core.units import quantity_millicores
 
 from .nodes import NodeShape, quantity_bytes, shape_from_plan, shapes_from_nodepools
 from .scenarios import Scenario, chart_dir, discover

@@ -11,7 +11,6 @@ import pytest
 from tests.cluster import scenarios
 from tests.cluster.flows import cleanup
 from tests.cluster.kube import Cluster, wait_for
-from tests.harness.helm import HelmError
 from tests.cluster.shapes import (
     RELEASES,
     daemonset_requests,
@@ -22,6 +21,7 @@ from tests.cluster.shapes import (
     scenario_shapes,
     shape_for,
 )
+from tests.harness.helm import HelmError
 
 pytestmark = pytest.mark.cluster
 

@@ -14,7 +14,7 @@ from tests.cluster.controlplane import ControlPlane, bin_dir, pinned_versions
 from tests.cluster.kube import Cluster
 from tests.cluster.shapes import scenario_shapes
 from tests.harness import chart_contract
-from vllm_eks import contract
+from vllm_eks.core import contract
 
 pytestmark = pytest.mark.cluster
 

@@ -9,12 +9,19 @@ import time
 import pytest
 
 from tests.cluster import scenarios
+from tests.cluster.flows import cleanup
 from tests.cluster.kube import Cluster, wait_for
 from tests.cluster.nodes import NodeShape
-from tests.cluster.shapes import RELEASES, deployment_scenario, pod_groups, render_scenario_chart, scenario_shapes, shape_for
-from tests.cluster.flows import cleanup
+from tests.cluster.shapes import (
+    RELEASES,
+    deployment_scenario,
+    pod_groups,
+    render_scenario_chart,
+    scenario_shapes,
+    shape_for,
+)
 from tests.harness import chart_contract
-from vllm_eks import contract
+from vllm_eks.core import contract
 
 pytestmark = pytest.mark.cluster
 

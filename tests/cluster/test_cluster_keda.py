@@ -7,7 +7,7 @@ ScaledObject and its scale target (the vllm-inference Deployment, or the LeaderW
 CRD scale subresource counts groups) are created on the control plane; the API server checks the
 ScaledObject against the pinned CRD. The KEDA operator (built from its module at KEDA_VERSION)
 must then create an autoscaling/v2 HPA whose bounds, scale-up/scale-down policies and
-stabilization windows are the Plan's (values/<scenario>/plan.json read by vllm_eks.plan).
+stabilization windows are the Plan's (values/<scenario>/plan.json read by vllm_eks.spec.plan).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from kubernetes import client
 from tests.cluster import keda, scenarios
 from tests.cluster.kube import Cluster, WaitTimeout, wait_for
 from tests.cluster.shapes import render_scenario_chart
-from vllm_eks.chart_values.observability import autoscaling_for
-from vllm_eks.plan import Plan
+from vllm_eks.spec.plan import Plan
+from vllm_eks.values.observability import autoscaling_for
 
 pytestmark = pytest.mark.cluster
 

@@ -29,7 +29,7 @@ from tests.cluster.kube import Cluster, wait_for
 from tests.cluster.nodes import DEFAULT_ZONE, NodeShape
 from tests.cluster.shapes import RELEASES, pod_groups, render_scenario_chart, scenario_shapes, shape_for
 from tests.harness import chart_contract
-from vllm_eks import contract
+from vllm_eks.core import contract
 
 pytestmark = pytest.mark.cluster
 

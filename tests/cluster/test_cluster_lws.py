@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from tests.cluster import scenarios
+from tests.cluster.flows import cleanup
 from tests.cluster.kube import Cluster
 from tests.cluster.shapes import RELEASES, render_scenario_chart
-from tests.cluster.flows import cleanup
 from tests.harness.helm import HelmError
 
 pytestmark = pytest.mark.cluster

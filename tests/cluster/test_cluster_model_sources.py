@@ -14,12 +14,17 @@ import pytest
 from tests.cluster import scenarios
 from tests.cluster.flows import WAIT, cleanup, ready_pods
 from tests.cluster.kube import Cluster, wait_for
-from tests.cluster.shapes import RELEASES
-from tests.cluster.test_cluster_kuberay import (SCENARIOS as RAY_SCENARIOS, gpu_limit, head_node_shape,  # noqa: F401
-                                               kuberay, rayclusters, wait_cluster_ready)
+from tests.cluster.shapes import RELEASES, pod_groups, render_scenario_chart, scenario_shapes, shape_for
+from tests.cluster.test_cluster_kuberay import SCENARIOS as RAY_SCENARIOS  # noqa: F401
+from tests.cluster.test_cluster_kuberay import (  # noqa: F401  (kuberay: a fixture)
+    gpu_limit,
+    head_node_shape,
+    kuberay,
+    rayclusters,
+    wait_cluster_ready,
+)
 from tests.cluster.test_cluster_routing import servers_on_gpu_nodes
-from tests.cluster.shapes import pod_groups, render_scenario_chart, scenario_shapes, shape_for
-from vllm_eks import contract
+from vllm_eks.core import contract
 
 pytestmark = pytest.mark.cluster
 

@@ -26,7 +26,14 @@ from tests.cluster.controlplane import bin_dir
 from tests.cluster.flows import cleanup, ready_pods
 from tests.cluster.kube import Cluster
 from tests.cluster.scenarios import REPO_ROOT, Scenario
-from tests.cluster.shapes import daemonset_requests, nodes_for, pod_groups, render_scenario_chart, scenario_shapes, shape_for
+from tests.cluster.shapes import (
+    daemonset_requests,
+    nodes_for,
+    pod_groups,
+    render_scenario_chart,
+    scenario_shapes,
+    shape_for,
+)
 from tests.harness.readme_blocks import argv, blocks, commands
 
 pytestmark = pytest.mark.cluster

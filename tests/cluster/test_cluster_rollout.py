@@ -10,6 +10,7 @@ import json
 import pytest
 
 from tests.cluster import scenarios
+from tests.cluster.flows import cleanup, engine_args, ready_pods
 from tests.cluster.kube import Cluster, wait_for
 from tests.cluster.shapes import (
     RELEASES,
@@ -21,7 +22,6 @@ from tests.cluster.shapes import (
     scenario_shapes,
     shape_for,
 )
-from tests.cluster.flows import cleanup, engine_args, ready_pods
 from tests.harness.helm import HelmError
 
 pytestmark = pytest.mark.cluster

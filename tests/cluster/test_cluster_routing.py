@@ -16,9 +16,17 @@ from tests.cluster import scenarios
 from tests.cluster.flows import WAIT, cleanup, ready_pods
 from tests.cluster.kube import Cluster, wait_for
 from tests.cluster.nodes import DEFAULT_ZONE, NodeShape
-from tests.cluster.shapes import (RELEASES, daemonset_requests, deployment_scenario, nodes_for, pod_groups,
-                                  render_scenario_chart, scenario_shapes, shape_for)
-from vllm_eks import contract
+from tests.cluster.shapes import (
+    RELEASES,
+    daemonset_requests,
+    deployment_scenario,
+    nodes_for,
+    pod_groups,
+    render_scenario_chart,
+    scenario_shapes,
+    shape_for,
+)
+from vllm_eks.core import contract
 
 pytestmark = pytest.mark.cluster
 

@@ -14,7 +14,7 @@ import yaml
 
 from .engine_env import REPO
 
-# Tiny stand-in per architecture of the catalog (generator/vllm_eks/data/models.yaml). The stand-in
+# Tiny stand-in per architecture of the catalog (generator/vllm_eks/catalog/data/models.yaml). The stand-in
 # keeps the attention shape family: GQA, QKV bias, sliding-window layers. gpt-oss scenarios are
 # served by the sliding-window stand-in: vLLM renders gpt-oss chat requests with the harmony
 # encoding, whose token ids (200000+) need the real 201k vocabulary, which cannot be built
@@ -78,11 +78,11 @@ def cpu_block_size(value: int, *, mla: bool) -> int:
 
 def tiny_model_for(model_id: str) -> str:
     """Stand-in name for a catalog model id (plan.json `model`)."""
-    catalog = yaml.safe_load((REPO / "generator" / "vllm_eks" / "data" / "models.yaml").read_text())
+    catalog = yaml.safe_load((REPO / "generator" / "vllm_eks" / "catalog" / "data" / "models.yaml").read_text())
     models = catalog.get("models", catalog)
     entry = models.get(model_id)
     if entry is None:
-        raise KeyError(f"model {model_id!r} is not in the catalog (generator/vllm_eks/data/models.yaml)")
+        raise KeyError(f"model {model_id!r} is not in the catalog (generator/vllm_eks/catalog/data/models.yaml)")
     arch = entry["config"]["architectures"][0]
     if arch not in TINY_FOR_ARCHITECTURE:
         raise KeyError(f"no tiny stand-in for architecture {arch} (model {model_id}): add one to "

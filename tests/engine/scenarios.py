@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import yaml
 
-from vllm_eks.engine_settings import serve_flags
+from vllm_eks.spec.engine_settings import serve_flags
 
 from .engine_env import REPO
 

@@ -3,7 +3,6 @@ own parser at the pinned release; wrong flags and bad values are caught naming t
 
 from __future__ import annotations
 
-
 import pytest
 
 from tests.engine import scenarios as sc

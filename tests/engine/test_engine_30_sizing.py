@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.engine.planner import predict, prediction_caveat
+from tests.engine.engine_plans import predict, prediction_caveat
 from tests.engine.report import REPORT
 
 # (tiny model, KV GiB, max_model_len). Block size 128: the CPU default.

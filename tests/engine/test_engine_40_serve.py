@@ -9,10 +9,9 @@ import json
 import pytest
 
 from tests.engine import scenarios as sc
-from tests.engine.planner import predict, prediction_caveat
+from tests.engine.engine_plans import predict, prediction_caveat
 from tests.engine.report import REPORT
-from tests.engine.serving import (ScenarioRun, prepare, run_helm_test_pods, scenario_order,
-                                  server_key)
+from tests.engine.serving import ScenarioRun, prepare, run_helm_test_pods, scenario_order, server_key
 
 
 def _scenario_names() -> list[str]:

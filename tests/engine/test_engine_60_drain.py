@@ -13,7 +13,6 @@ import urllib.error
 from dataclasses import dataclass
 from typing import Any
 
-
 from tests.engine import scenarios as sc
 from tests.engine.report import REPORT
 from tests.engine.serving import METRICS_SCENARIO, prepare, server_key

@@ -37,7 +37,7 @@ import pytest
 
 from tests.engine import scenarios as sc
 from tests.engine.cpu import Substituted, cpu_substitutions
-from tests.engine.planner import vllm_eks
+from tests.engine.engine_plans import vllm_eks
 from tests.engine.report import REPORT
 from tests.engine.server import VllmServer, free_port
 from tests.engine.serving import single_node_invocation

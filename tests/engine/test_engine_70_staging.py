@@ -31,9 +31,9 @@ from pathlib import Path
 
 from tests.engine import staging_pod as sp
 from tests.engine.engine_env import EngineVenv, base_env, s3_standin_server
-from tests.harness.fake_hub import FakeRepo, serve
 from tests.engine.report import REPORT
 from tests.engine.server import free_port
+from tests.harness.fake_hub import FakeRepo, serve
 
 REPO = "tiny-org/tiny-model"
 TOKEN = "hf_stagingtesttoken"

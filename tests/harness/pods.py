@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from vllm_eks import contract
+from vllm_eks.core import contract
 
 KUBERAY_POD_LABELS = {"ray.io/is-ray-node": "yes"}
 # Namespace label the API server sets on every namespace (Kubernetes >= 1.21).

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from vllm_eks.units import parse_quantity
+from vllm_eks.core.units import parse_quantity
 
 from . import k8s_meta, pod_security, pods
 from .crd_schema import CrdRegistry

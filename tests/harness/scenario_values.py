@@ -10,7 +10,7 @@ from unittest import mock
 
 from pydantic import BaseModel
 
-from vllm_eks import emit
+from vllm_eks.output import scenario_folder as emit
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import helm, load_crds, validate_all, KUBE_VERSIONS
+from tests.harness import KUBE_VERSIONS, helm, load_crds, validate_all
 from tests.harness.timing import TIMINGS
 
 pytestmark = pytest.mark.render

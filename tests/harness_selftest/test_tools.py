@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness import KUBE_VERSIONS, helm, k8s_schema
-from tests.harness.tools import REPO_ROOT, require_tool, tool_path
+from tests.harness.tools import REPO_ROOT, require_tool
 
 TOOLS_MK = REPO_ROOT / "mk" / "tools.mk"
 

@@ -15,9 +15,9 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from tests.harness.tools import require_tool
 from tests.harness import chart_contract
-from vllm_eks import contract
+from tests.harness.tools import require_tool
+from vllm_eks.core import contract
 
 pytestmark = pytest.mark.kind
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness import chart_contract
 from tests.harness.helm import render
 from tests.kind.test_kind_e2e import POOL, PROFILE
-from tests.harness import chart_contract
-from vllm_eks import contract
+from vllm_eks.core import contract
 
 pytestmark = pytest.mark.render
 

@@ -20,7 +20,7 @@ import yaml
 from click.testing import CliRunner
 
 from tests.harness import helm
-from vllm_eks.cli import main
+from vllm_eks.cli.main import main
 
 pytestmark = pytest.mark.render
 

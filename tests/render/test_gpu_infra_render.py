@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from tests.harness import chart_contract, checkov, helm, validate_all
-from vllm_eks import contract
-from vllm_eks.chart_values.gpu_infra import GpuInfraValues, reserved_tag_key
-from vllm_eks.chart_values.schema import render_schema
+from vllm_eks.core import contract
+from vllm_eks.values.gpu_infra import GpuInfraValues, reserved_tag_key
+from vllm_eks.values.schema import render_schema
 
 pytestmark = pytest.mark.render
 

@@ -10,15 +10,16 @@ import yaml
 
 from tests.harness import chart_contract, helm, validate_all
 from tests.harness.tools import tool_path
-from vllm_eks import contract, fit
-from vllm_eks.emit import values_document
-from vllm_eks.errors import InvalidOptionError
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
-from vllm_eks.chart_values import gpu_infra
-from vllm_eks.chart_values.options import ValuesOptions
-from vllm_eks.chart_values.registry import CHART_BUILDERS
-from vllm_eks.units import GIB
+from vllm_eks.check import scheduling as fit
+from vllm_eks.core import contract
+from vllm_eks.core.errors import InvalidOptionError
+from vllm_eks.core.units import GIB
+from vllm_eks.output.scenario_folder import values_document
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.spec.request import PlanRequest
+from vllm_eks.values import gpu_infra
+from vllm_eks.values.options import ValuesOptions
+from vllm_eks.values.registry import CHART_BUILDERS
 
 pytestmark = pytest.mark.render
 

@@ -13,8 +13,9 @@ import pytest
 import yaml
 
 from tests.harness import helm
-from tests.harness.pods import CreatedPod, created_pods, selects as _selects
-from vllm_eks.chart_values.observability import vllm_inference_fullname
+from tests.harness.pods import CreatedPod, created_pods
+from tests.harness.pods import selects as _selects
+from vllm_eks.values.observability import vllm_inference_fullname
 
 pytestmark = pytest.mark.render
 

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from tests.harness import helm, validate_all
-from vllm_eks.chart_values.observability import ObservabilityValues
-from vllm_eks.chart_values.schema import render_schema
+from vllm_eks.values.observability import ObservabilityValues
+from vllm_eks.values.schema import render_schema
 
 pytestmark = pytest.mark.render
 

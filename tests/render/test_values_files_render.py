@@ -10,7 +10,7 @@ import yaml
 
 from tests.harness import helm
 from tests.harness.scenario_values import generate
-from vllm_eks.emit import values_document
+from vllm_eks.output.scenario_folder import values_document
 
 pytestmark = pytest.mark.render
 

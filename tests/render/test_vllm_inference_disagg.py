@@ -13,12 +13,12 @@ import yaml
 
 from tests.harness import helm
 from tests.render.test_vllm_inference_rayserve import assert_head_runs_no_model, head_and_groups, rayservice, serve_app
-from vllm_eks import contract
-from vllm_eks.emit import values_document
-from vllm_eks.hardware import instance_catalog
-from vllm_eks.plan import Plan
-from vllm_eks.chart_values.options import ValuesOptions
-from vllm_eks.chart_values.vllm_inference import build_values
+from vllm_eks.catalog.instances import instance_catalog
+from vllm_eks.core import contract
+from vllm_eks.output.scenario_folder import values_document
+from vllm_eks.spec.plan import Plan
+from vllm_eks.values.options import ValuesOptions
+from vllm_eks.values.vllm_inference.chart import build_values
 
 # The committed scenarios use the default release and namespace.
 DEFAULTS = ValuesOptions()
@@ -75,8 +75,8 @@ def assert_disaggregated_matches_plan(objects: list[dict[str, Any]], plan: Plan,
 
 @pytest.fixture(scope="module")
 def planned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Plan, Path]:
-    from vllm_eks.planner import make_plan
-    from vllm_eks.request import PlanRequest
+    from vllm_eks.planning.planner import make_plan
+    from vllm_eks.spec.request import PlanRequest
 
     plan = make_plan(PlanRequest(model="qwen3-8b", instance="g6.8xlarge", topology="disaggregated",
                                  max_model_len=4096))

@@ -13,11 +13,11 @@ from tests.harness.fake_hub import serve
 from tests.render.test_vllm_inference_plan_consistency import CHART, assert_matches_plan
 from tests.render.test_vllm_inference_rayserve import rayservice, serve_app
 from tests.unit.hub_checkpoints import fake_repo
-from vllm_eks.chart_values.options import ValuesOptions
-from vllm_eks.chart_values.vllm_inference import build_values
-from vllm_eks.emit import values_document
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
+from vllm_eks.output.scenario_folder import values_document
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.spec.request import PlanRequest
+from vllm_eks.values.options import ValuesOptions
+from vllm_eks.values.vllm_inference.chart import build_values
 
 pytestmark = pytest.mark.render
 

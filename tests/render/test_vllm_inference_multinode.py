@@ -12,15 +12,15 @@ import pytest
 import yaml
 
 from tests.harness import chart_contract, helm
-from vllm_eks import contract
-from vllm_eks.emit import values_document
-from vllm_eks.hardware import instance_catalog
-from vllm_eks.plan import Plan
 from tests.harness.args import contains_run, value_of
-from vllm_eks.engine_settings import serve_flags
-from vllm_eks.chart_values.options import ValuesOptions
-from vllm_eks.units import parse_quantity
-from vllm_eks.chart_values.vllm_inference import NCCL_SOCKET_IFNAME, VLLM_IMAGE_TAG, build_values
+from vllm_eks.catalog.instances import instance_catalog
+from vllm_eks.core import contract
+from vllm_eks.core.units import parse_quantity
+from vllm_eks.output.scenario_folder import values_document
+from vllm_eks.spec.engine_settings import serve_flags
+from vllm_eks.spec.plan import Plan
+from vllm_eks.values.options import ValuesOptions
+from vllm_eks.values.vllm_inference.chart import NCCL_SOCKET_IFNAME, VLLM_IMAGE_TAG, build_values
 
 # The committed scenarios use the default release and namespace.
 DEFAULTS = ValuesOptions()
@@ -161,8 +161,8 @@ def render(values_file: Path, helm_version: str = "helm4", **kwargs: Any) -> lis
 
 @pytest.fixture(scope="module")
 def planned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Plan, Path]]:
-    from vllm_eks.planner import make_plan
-    from vllm_eks.request import PlanRequest
+    from vllm_eks.planning.planner import make_plan
+    from vllm_eks.spec.request import PlanRequest
 
     out = {}
     folder = tmp_path_factory.mktemp("multinode")
@@ -183,9 +183,9 @@ def test_planned_multinode_values_render_the_plan(model: str, planned, helm_vers
 
 
 def test_builder_requires_a_zone_for_efa() -> None:
-    from vllm_eks.errors import VllmEksError
-    from vllm_eks.planner import make_plan
-    from vllm_eks.request import PlanRequest
+    from vllm_eks.core.errors import VllmEksError
+    from vllm_eks.planning.planner import make_plan
+    from vllm_eks.spec.request import PlanRequest
 
     plan = make_plan(PlanRequest(model="llama-3.1-405b-instruct", instance="p5.48xlarge"))
     with pytest.raises(VllmEksError, match="--zone"):
@@ -281,8 +281,8 @@ def test_diagnostics_tests_run_in_the_live_groups() -> None:
 
 
 def test_gpu_topology_check_off_on_pcie_instances() -> None:
-    from vllm_eks.planner import make_plan
-    from vllm_eks.request import PlanRequest
+    from vllm_eks.planning.planner import make_plan
+    from vllm_eks.spec.request import PlanRequest
 
     plan = make_plan(PlanRequest(model="llama-3.1-70b-instruct", instance="g5.12xlarge",
                                  pipeline_parallel_size=2))

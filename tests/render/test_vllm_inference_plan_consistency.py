@@ -13,14 +13,14 @@ import pytest
 import yaml
 
 from tests.harness import chart_contract, helm
-from vllm_eks import contract
-from vllm_eks.emit import values_document
-from vllm_eks.plan import Plan
 from tests.harness.args import contains_run
-from vllm_eks.engine_settings import serve_flags
-from vllm_eks.chart_values.options import ValuesOptions
-from vllm_eks.units import parse_quantity
-from vllm_eks.chart_values.vllm_inference import build_values
+from vllm_eks.core import contract
+from vllm_eks.core.units import parse_quantity
+from vllm_eks.output.scenario_folder import values_document
+from vllm_eks.spec.engine_settings import serve_flags
+from vllm_eks.spec.plan import Plan
+from vllm_eks.values.options import ValuesOptions
+from vllm_eks.values.vllm_inference.chart import build_values
 
 # The committed scenarios use the default release and namespace.
 DEFAULTS = ValuesOptions()
@@ -112,8 +112,8 @@ def test_committed_scenario_matches_its_plan(scenario: Path, helm_version: str) 
 
 @pytest.fixture(scope="module")
 def planned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Plan, Path]]:
-    from vllm_eks.planner import make_plan
-    from vllm_eks.request import PlanRequest
+    from vllm_eks.planning.planner import make_plan
+    from vllm_eks.spec.request import PlanRequest
 
     out: dict[str, tuple[Plan, Path]] = {}
     folder = tmp_path_factory.mktemp("planned")

@@ -12,11 +12,11 @@ import pytest
 import yaml
 
 from tests.harness import chart_contract, helm
-from vllm_eks import contract
-from vllm_eks.emit import values_document
-from vllm_eks.plan import Plan
-from vllm_eks.chart_values.options import ValuesOptions
-from vllm_eks.chart_values.vllm_inference import RAY_IMAGE_TAG, RAY_VERSION, build_values
+from vllm_eks.core import contract
+from vllm_eks.output.scenario_folder import values_document
+from vllm_eks.spec.plan import Plan
+from vllm_eks.values.options import ValuesOptions
+from vllm_eks.values.vllm_inference.chart import RAY_IMAGE_TAG, RAY_VERSION, build_values
 
 # The committed scenarios use the default release and namespace.
 DEFAULTS = ValuesOptions()
@@ -89,8 +89,8 @@ def assert_rayserve_matches_plan(objects: list[dict[str, Any]], plan: Plan,
 
 @pytest.fixture(scope="module")
 def planned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Plan, Path]:
-    from vllm_eks.planner import make_plan
-    from vllm_eks.request import PlanRequest
+    from vllm_eks.planning.planner import make_plan
+    from vllm_eks.spec.request import PlanRequest
 
     plan = make_plan(PlanRequest(model="llama-3.1-70b-instruct", instance="g6e.12xlarge", topology="ray-serve"))
     path = tmp_path_factory.mktemp("rayserve") / "values.yaml"

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from tests.harness import KUBE_VERSIONS, chart_contract, checkov, helm, validate_all
-from vllm_eks import contract
 from tests.harness.args import value_of
+from vllm_eks.core import contract
 
 pytestmark = pytest.mark.render
 

@@ -3,7 +3,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from vllm_eks.cli import main
+from vllm_eks.cli.main import main
 
 
 @pytest.fixture(autouse=True)

@@ -10,11 +10,11 @@ import math
 
 import pytest
 
-from vllm_eks import kvcache
-from vllm_eks.architecture import parse_config
-from vllm_eks.catalog import model_catalog, resolve_model
-from vllm_eks.errors import ModelConfigError, UnsupportedArchitectureError
-from vllm_eks.weights import bytes_per_gpu, precision_for, stage_bytes, total_parameters
+from vllm_eks.catalog.models import model_catalog, resolve_model
+from vllm_eks.core.errors import ModelConfigError, UnsupportedArchitectureError
+from vllm_eks.memory import kvcache
+from vllm_eks.model.architecture import parse_config
+from vllm_eks.model.weights import bytes_per_gpu, precision_for, stage_bytes, total_parameters
 
 # Minimal configs with the fields the real config.json files of each family carry (field names
 # as in the Hugging Face files; sizes cut down).

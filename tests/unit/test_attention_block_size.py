@@ -1,4 +1,4 @@
-"""The KV block size follows the attention backend vLLM 0.32 selects (generator/vllm_eks/attention.py),
+"""The KV block size follows the attention backend vLLM 0.32 selects (generator/vllm_eks/model/attention.py),
 per GPU generation, and one decision feeds both the KV sizing and `--block-size`."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ import math
 
 import pytest
 
-from vllm_eks import attention
-from vllm_eks.catalog import resolve_model
-from vllm_eks.errors import InvalidOptionError
-from vllm_eks.hardware import instance_catalog
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
+from vllm_eks.catalog.instances import instance_catalog
+from vllm_eks.catalog.models import resolve_model
+from vllm_eks.core.errors import InvalidOptionError
+from vllm_eks.model import attention
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.spec.request import PlanRequest
 
 # (instance, generation) with the GPU each catalog generation is sold in.
 GENERATIONS = [("g5.48xlarge", "Ampere A10G"), ("p4de.24xlarge", "Ampere A100"), ("g6.48xlarge", "Ada L4"),

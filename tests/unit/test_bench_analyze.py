@@ -5,19 +5,19 @@ import json
 import pytest
 
 from tests.unit.bench_synthetic import CPU_SWEEP, write_sweep
-from vllm_eks import latency
 from vllm_eks.bench.analyze import analyze
 from vllm_eks.bench.compare import compare
-from vllm_eks.bench.recommend import recommend
 from vllm_eks.bench.results import load_sweep
-from vllm_eks.plan import Plan
+from vllm_eks.bench.sweep_settings import recommend
+from vllm_eks.planning import latency
+from vllm_eks.spec.plan import Plan
 
 
 @pytest.fixture(scope="module")
 def plan_8b(tmp_path_factory):
     from click.testing import CliRunner
 
-    from vllm_eks.cli import main
+    from vllm_eks.cli.main import main
 
     r = CliRunner().invoke(main, ["plan", "--model", "llama-3.1-8b-instruct", "--instance", "g6e.xlarge", "--json"])
     assert r.exit_code == 0, r.stderr

@@ -11,6 +11,7 @@ import pytest
 from tests.unit.bench_synthetic import CPU_SWEEP, result_dict, write_sweep
 from tests.unit.cli_result import one_line_error
 
+
 def test_analyze_report(cli):
     r = cli("bench", "analyze", str(CPU_SWEEP), "--price-per-hour", "50", "--slo-ttft-p99", "2", "--slo-tpot-p99", "0.15")
     assert r.exit_code == 0, r.stderr

@@ -5,7 +5,7 @@ import pytest
 from tests.unit.bench_synthetic import write_sweep
 from vllm_eks.bench.cost import cost_per_million_tokens, point_cost, resolve_price
 from vllm_eks.bench.results import load_sweep
-from vllm_eks.errors import InvalidOptionError
+from vllm_eks.core.errors import InvalidOptionError
 
 
 def test_seed_004_figure():

@@ -8,8 +8,8 @@ from pathlib import Path
 import yaml
 
 from tests.unit.bench_synthetic import CPU_SWEEP, result_dict
-from vllm_eks.plan import Plan
 from tests.unit.cli_result import one_line_error
+from vllm_eks.spec.plan import Plan
 
 # The fixture sweep is of Qwen/Qwen2.5-0.5B-Instruct (its model_id): the Plan's served_model_name.
 QWEN = ["--model", "qwen2.5-0.5b-instruct", "--instance", "g6.xlarge"]

@@ -5,7 +5,7 @@ import pytest
 from tests.unit.bench_synthetic import CPU_SWEEP, write_sweep
 from vllm_eks.bench.knee import KneeCriteria, find_knee, slo_limit, steps
 from vllm_eks.bench.results import load_sweep
-from vllm_eks.errors import InvalidOptionError
+from vllm_eks.core.errors import InvalidOptionError
 
 
 def _sweep(tmp_path, rows):

@@ -6,7 +6,7 @@ import pytest
 
 from tests.unit.bench_synthetic import CPU_SWEEP, result_dict, write_sweep
 from vllm_eks.bench.results import REQUIRED_KEYS, load_result, load_sweep
-from vllm_eks.errors import BenchmarkResultError
+from vllm_eks.core.errors import BenchmarkResultError
 
 
 def test_fixture_sweep_loads_sorted_by_concurrency():

@@ -9,15 +9,20 @@ import math
 import pytest
 import yaml
 
-from vllm_eks.chart_values.options import ValuesOptions
-from vllm_eks.chart_values.vllm_inference import build_values
-from vllm_eks.errors import InvalidOptionError
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
-from vllm_eks.model_source import DEFAULT_LOAD_MIB_S
-from vllm_eks.sizing import (CACHE_READ_MIB_S, ENGINE_INIT_SECONDS, SCRATCH_BYTES,
-                             STARTUP_ROUNDING_SECONDS, WARM_ENGINE_INIT_SECONDS)
-from vllm_eks.units import MIB
+from vllm_eks.core.errors import InvalidOptionError
+from vllm_eks.core.units import MIB
+from vllm_eks.planning.model_source import DEFAULT_LOAD_MIB_S
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.planning.pod_resources import (
+    CACHE_READ_MIB_S,
+    ENGINE_INIT_SECONDS,
+    SCRATCH_BYTES,
+    STARTUP_ROUNDING_SECONDS,
+    WARM_ENGINE_INIT_SECONDS,
+)
+from vllm_eks.spec.request import PlanRequest
+from vllm_eks.values.options import ValuesOptions
+from vllm_eks.values.vllm_inference.chart import build_values
 
 BASE = dict(model="qwen2.5-7b", instance="g6.xlarge")
 

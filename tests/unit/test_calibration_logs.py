@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from vllm_eks import calibration
-from vllm_eks.units import GIB
+from vllm_eks.check import calibration
+from vllm_eks.core.units import GIB
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "data" / "calibration_logs.yaml"

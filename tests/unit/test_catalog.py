@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from vllm_eks.catalog import model_catalog, resolve_model
-from vllm_eks.weights import total_parameters
+from vllm_eks.catalog.models import model_catalog, resolve_model
+from vllm_eks.model.weights import total_parameters
 
 REQUIRED = ["llama-3.1-8b-instruct", "llama-3.1-70b-instruct", "llama-3.1-405b-instruct",
             "llama-3.3-70b-instruct", "qwen2.5-0.5b-instruct", "qwen2.5-7b-instruct", "qwen2.5-72b-instruct",

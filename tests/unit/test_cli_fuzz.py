@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vllm_eks.cli import main, plan
+from vllm_eks.cli.main import plan
 
 M8_ARGS = ["--model", "llama-3.1-8b-instruct", "--instance", "g6e.xlarge"]
 FUZZ = settings(max_examples=60, deadline=None, derandomize=True,
@@ -304,10 +304,10 @@ def test_plan_refuses_what_values_cannot_write(cli, tmp_path, topology):
         assert r.exit_code == 1 and f"--topology {topology}" in r.stderr, (command, r.stderr)
 
 
-# The hybrids sized (generator/vllm_eks/hybrid.py), from the catalog, every field they read
+# The hybrids sized (generator/vllm_eks/model/hybrid.py), from the catalog, every field they read
 # open to mutation: a bad value is refused in one line naming the field, never a traceback.
 def _hybrid_configs() -> dict[str, dict]:
-    from vllm_eks.catalog import model_catalog
+    from vllm_eks.catalog.models import model_catalog
     return {m: model_catalog()[m].config for m in ("qwen3-next-80b-a3b-instruct", "granite-4.0-h-tiny")}
 
 

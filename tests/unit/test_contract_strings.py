@@ -2,7 +2,7 @@
 gives its nodes, the port vLLM listens on, its health path) live in the chart templates only, and
 Python tests read them from rendered output (tests/harness/chart_contract.py). Names that belong
 to other projects' APIs (Kubernetes, Karpenter, the device plugins, LeaderWorkerSet) may be in
-both: vllm_eks.contract holds them, and nothing of this project's own."""
+both: vllm_eks.core.contract holds them, and nothing of this project's own."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import ast
 import re
 from pathlib import Path
 
-from vllm_eks import contract
+from vllm_eks.core import contract
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATOR = ROOT / "generator" / "vllm_eks"
@@ -22,7 +22,7 @@ PROJECT_STRINGS = {"vllm-eks.io/pool", "/health"}
 SERVING_PORT = 8000
 # A values key may default to the same number: the Service port (service.port) is a values key the
 # generator writes, distinct from the container port the templates fix.
-VALUES_DEFAULTS = {("chart_values/vllm_inference.py", "Service.port")}
+VALUES_DEFAULTS = {("values/vllm_inference/chart.py", "Service.port")}
 # Label keys, annotation keys and extended resource names: <dns-subdomain>/<name>.
 QUALIFIED_NAME = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?\.[a-z]{2,})/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 # Domains of the other projects whose API names the code may use where it needs them.

@@ -9,12 +9,12 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from vllm_eks import sizing
-from vllm_eks.cli import main
-from vllm_eks.hardware import instance_catalog
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
-from vllm_eks.units import GIB, MIB
+from vllm_eks.catalog.instances import instance_catalog
+from vllm_eks.cli.main import main
+from vllm_eks.core.units import GIB, MIB
+from vllm_eks.planning import pod_resources as sizing
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.spec.request import PlanRequest
 
 ARGS = ["plan", "--json", "--model", "llama-3.1-70b-instruct", "--instance", "p5.48xlarge"]
 

@@ -3,8 +3,6 @@
 import json
 
 import pytest
-from vllm_eks.units import GIB
-
 
 
 def test_llama_8b_on_g6e_xlarge_is_one_gpu(plan_json):

@@ -11,11 +11,11 @@ import sys
 import pytest
 
 from tests.aws.pricing_standin import product
-from vllm_eks import ec2_instances as ec2
-from vllm_eks import node_allocatable
-from vllm_eks.errors import UnknownInstanceError
-from vllm_eks.hardware import instance_catalog
-from vllm_eks.units import MIB
+from vllm_eks.catalog import ec2 as ec2
+from vllm_eks.catalog import node_allocatable
+from vllm_eks.catalog.instances import instance_catalog
+from vllm_eks.core.errors import UnknownInstanceError
+from vllm_eks.core.units import MIB
 
 NO_WAY_OUT = ("--gpu-memory-mib", "--gpus-per-node", "--hardware-name", "--vcpus", "--memory-gib", "--price-per-hour")
 
@@ -171,7 +171,7 @@ def test_catalog_price_override_is_named_in_explain(cli):
 
 
 def test_plan_json_records_a_node_outside_the_catalog_only(plan_json):
-    from vllm_eks.plan import Plan
+    from vllm_eks.spec.plan import Plan
 
     p = plan_json(*CUSTOM, "--vcpus", "8", "--memory-gib", "64")
     hw = ec2.hardware_from_record(Plan.from_summary(p).hardware)
@@ -183,9 +183,9 @@ def test_plan_json_records_a_node_outside_the_catalog_only(plan_json):
 
 
 def test_plan_table_says_where_the_node_figures_came_from():
-    from vllm_eks import report
-    from vllm_eks.planner import make_plan
-    from vllm_eks.request import PlanRequest
+    from vllm_eks.output import report
+    from vllm_eks.planning.planner import make_plan
+    from vllm_eks.spec.request import PlanRequest
 
     base = dict(model="llama-3.1-8b-instruct", gpu_memory_mib=46068, gpus_per_node=1, hardware_name="g6e.2xlarge")
     rows = dict(report.summary_rows(make_plan(PlanRequest(**base))))

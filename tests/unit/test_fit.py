@@ -14,8 +14,9 @@ import yaml
 
 from tests.harness import chart_contract, helm
 from tests.harness.tools import tool_path
-from vllm_eks import contract, fit
-from vllm_eks.units import parse_quantity
+from vllm_eks.check import scheduling as fit
+from vllm_eks.core import contract
+from vllm_eks.core.units import parse_quantity
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted(p.parent for p in (REPO / "values").glob("*/vllm-inference.yaml")

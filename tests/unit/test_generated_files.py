@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.cluster.scenarios import CHARTS as CLUSTER_INSTALL_ORDER
 from tests.cluster.shapes import RELEASES as CLUSTER_RELEASES
-from vllm_eks.chart_values.registry import CHART_BUILDERS
+from vllm_eks.values.registry import CHART_BUILDERS
 
 ROOT = Path(__file__).resolve().parents[2]
 CHARTS = sorted(p.parent.name for p in (ROOT / "charts").glob("*/Chart.yaml"))

@@ -18,9 +18,9 @@ import pytest
 from tests.harness.fake_hub import FakeHub, FakeRepo, serve
 from tests.unit.cli_result import one_line_error
 from tests.unit.hub_checkpoints import config_path, fake_repo, nbytes, repos, tensors
-from vllm_eks.catalog import resolve_model
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
+from vllm_eks.catalog.models import resolve_model
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.spec.request import PlanRequest
 
 TOKEN = "hf_stand_in_token"
 GATED = "meta-llama/Llama-2-7b-chat-hf"
@@ -75,7 +75,7 @@ def test_stand_in_covers_the_kinds() -> None:
 
 
 def _catalog_ids() -> list[str]:
-    from vllm_eks.catalog import model_catalog
+    from vllm_eks.catalog.models import model_catalog
     return list(model_catalog())
 
 

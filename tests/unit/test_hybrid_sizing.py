@@ -1,4 +1,4 @@
-"""Hybrid models sized as vLLM 0.32 sizes them (generator/vllm_eks/hybrid.py): Qwen3-Next (Gated
+"""Hybrid models sized as vLLM 0.32 sizes them (generator/vllm_eks/model/hybrid.py): Qwen3-Next (Gated
 DeltaNet + gated attention) and Granite 4.0-H (Mamba2 + attention). Every expected figure is
 worked out here by hand from the config and vLLM's formulas, not taken from the code under test:
 - state of one layer and sequence (MambaSpec.real_page_size_bytes): conv channels / TP x
@@ -15,12 +15,12 @@ import math
 
 import pytest
 
-from vllm_eks.architecture import parse_config
-from vllm_eks.catalog import model_catalog, resolve_model
-from vllm_eks.errors import ModelConfigError, UnsupportedArchitectureError
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
-from vllm_eks.weights import total_parameters
+from vllm_eks.catalog.models import model_catalog, resolve_model
+from vllm_eks.core.errors import ModelConfigError, UnsupportedArchitectureError
+from vllm_eks.model.architecture import parse_config
+from vllm_eks.model.weights import total_parameters
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.spec.request import PlanRequest
 
 QWEN = "qwen3-next-80b-a3b-instruct"
 GRANITE = "granite-4.0-h-tiny"

@@ -8,12 +8,12 @@ import json
 import math
 
 import pytest
-
 from cli_result import one_line_error
-from vllm_eks import instance_choice
+
 from vllm_eks.bench.cost import cost_per_million_tokens
-from vllm_eks.hardware import instance_catalog
-from vllm_eks.instance_choice import Recommendation, recommend
+from vllm_eks.catalog.instances import instance_catalog
+from vllm_eks.recommend import instance_choice
+from vllm_eks.recommend.instance_choice import Recommendation, recommend
 
 M8, M70, M405, DSV3, QNEXT = ("llama-3.1-8b-instruct", "llama-3.1-70b-instruct", "llama-3.1-405b-instruct",
                               "deepseek-v3", "qwen3-next-80b-a3b-instruct")

@@ -16,18 +16,18 @@ import yaml
 from click.testing import CliRunner
 
 from tests.unit.cli_result import one_line_error
-from vllm_eks import sizing
-from vllm_eks.cli import main
-from vllm_eks.hardware import instance_catalog
-from vllm_eks.node_allocatable import allocatable
-from vllm_eks.units import MIB, quantity_bytes, quantity_millicores
+from vllm_eks.catalog.instances import instance_catalog
+from vllm_eks.catalog.node_allocatable import allocatable
+from vllm_eks.cli.main import main
+from vllm_eks.core.units import MIB, quantity_bytes, quantity_millicores
+from vllm_eks.planning import pod_resources as sizing
 
 PUBLISHED = Path(__file__).parent / "data" / "karpenter_allocatable.csv"
 FAMILIES = {"g4dn", "g5", "g6", "g6e", "gr6", "g7e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300"}
 
 
 def _rows() -> list[dict]:
-    return list(csv.DictReader(resources.files("vllm_eks").joinpath("data/instances.csv").read_text().splitlines()))
+    return list(csv.DictReader(resources.files("vllm_eks.catalog").joinpath("data/instances.csv").read_text().splitlines()))
 
 
 def _published() -> dict[str, dict]:
@@ -62,7 +62,7 @@ def test_every_size_of_every_modelled_family_is_catalogued():
 
 
 def test_every_row_carries_its_price_date_and_every_gpu_model_its_facts():
-    gpus = yaml.safe_load(resources.files("vllm_eks").joinpath("data/gpus.yaml").read_text())["gpus"]
+    gpus = yaml.safe_load(resources.files("vllm_eks.catalog").joinpath("data/gpus.yaml").read_text())["gpus"]
     keys = {(g["karpenter_gpu_name"], int(g["nvidia_smi_mib"])) for g in gpus.values()}
     for g in gpus.values():
         assert g["compute_capability"] and g["bf16_dense_tflops"] and g["memory_bandwidth_gb_s"]
@@ -176,7 +176,7 @@ def test_rtx_pro_6000_takes_the_non_sm10_paths():
 
 
 def test_no_catalog_type_is_refused_by_name():
-    from vllm_eks.hardware import unmodelled_reason
+    from vllm_eks.catalog.instances import unmodelled_reason
     assert [n for n in instance_catalog() if unmodelled_reason(n)] == []
 
 

@@ -10,10 +10,10 @@ import math
 
 import pytest
 
-from vllm_eks import weights
-from vllm_eks.catalog import resolve_model
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
+from vllm_eks.catalog.models import resolve_model
+from vllm_eks.model import weights
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.spec.request import PlanRequest
 
 
 def _plan(**kw):

@@ -2,17 +2,17 @@
 
 import pytest
 
-from vllm_eks.catalog import resolve_model
-from vllm_eks.latency import DEFAULT_TPOT_SLO, DEFAULT_TTFT_SLO, active_parameters
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
+from vllm_eks.catalog.models import resolve_model
+from vllm_eks.planning.latency import DEFAULT_TPOT_SLO, DEFAULT_TTFT_SLO, active_parameters
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.spec.request import PlanRequest
 
 
 def test_moe_counts_only_routed_experts():
     a = resolve_model("qwen3-235b-a22b").architecture
     assert 21e9 < active_parameters(a) < 23.5e9          # "A22B"
     dense = resolve_model("llama-3.1-8b-instruct").architecture
-    from vllm_eks.weights import total_parameters
+    from vllm_eks.model.weights import total_parameters
     assert active_parameters(dense) == total_parameters(dense)
 
 
@@ -39,8 +39,8 @@ def test_unknown_hardware_keeps_fixed_defaults():
 
 
 def test_observability_values_carry_the_plan_slos():
-    from vllm_eks.chart_values.observability import build_values
-    from vllm_eks.chart_values.options import ValuesOptions
+    from vllm_eks.values.observability import build_values
+    from vllm_eks.values.options import ValuesOptions
     p = make_plan(PlanRequest(model="qwen2.5-7b-instruct", instance="g6.xlarge"))
     v = build_values(p, ValuesOptions())
     assert v.rules.slo.ttft_p99_seconds == p.slo.slo_ttft_p99_seconds

@@ -12,13 +12,13 @@ import yaml
 from click.testing import CliRunner
 
 from tests.unit.cli_result import one_line_error
-from vllm_eks.cli import main
-from vllm_eks.errors import InvalidOptionError
-from vllm_eks.model_source import DEFAULT_FSX_STORAGE_TIB, DEFAULT_FSX_TIER_MB_S_PER_TIB, DEFAULT_LOAD_MIB_S
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
-from vllm_eks.sizing import ENGINE_INIT_SECONDS, STARTUP_ROUNDING_SECONDS
-from vllm_eks.units import GIB, MIB
+from vllm_eks.cli.main import main
+from vllm_eks.core.errors import InvalidOptionError
+from vllm_eks.core.units import GIB, MIB
+from vllm_eks.planning.model_source import DEFAULT_FSX_STORAGE_TIB, DEFAULT_FSX_TIER_MB_S_PER_TIB, DEFAULT_LOAD_MIB_S
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.planning.pod_resources import ENGINE_INIT_SECONDS, STARTUP_ROUNDING_SECONDS
+from vllm_eks.spec.request import PlanRequest
 
 BASE = ["--model", "llama-3.1-8b-instruct", "--instance", "g6e.xlarge"]
 FSX_IDS = ["--fsx-file-system-id", "fs-0123456789abcdef0", "--fsx-dns-name",

@@ -2,10 +2,10 @@
 vllm/config/vllm.py `_set_cudagraph_sizes` lists them, the activation peak as the larger of the
 forward pass and the sampler, and the band `explain` prints."""
 
-from vllm_eks import overheads
-from vllm_eks.catalog import resolve_model
-from vllm_eks.decisions import Decisions
-from vllm_eks.request import PlanRequest
+from vllm_eks.catalog.models import resolve_model
+from vllm_eks.memory import overheads
+from vllm_eks.planning.decisions import Decisions
+from vllm_eks.spec.request import PlanRequest
 
 
 def test_capture_sizes_at_256_sequences_are_vllms_51_piecewise_and_35_full():

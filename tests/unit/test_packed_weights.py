@@ -1,18 +1,18 @@
 """Packed-format weights as vLLM 0.32 holds them after loading, per GPU generation
-(generator/vllm_eks/packed.py). Every expected figure is written out by hand from the layout
+(generator/vllm_eks/model/packed.py). Every expected figure is written out by hand from the layout
 rules, not taken from the code under test."""
 
 from __future__ import annotations
 
 import pytest
 
-from vllm_eks import weights
-from vllm_eks.architecture import parse_config
-from vllm_eks.catalog import model_catalog, resolve_model
-from vllm_eks.hardware import instance_catalog
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
-from vllm_eks.units import GIB
+from vllm_eks.catalog.instances import instance_catalog
+from vllm_eks.catalog.models import model_catalog, resolve_model
+from vllm_eks.core.units import GIB
+from vllm_eks.model import weights
+from vllm_eks.model.architecture import parse_config
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.spec.request import PlanRequest
 
 GPT_OSS = resolve_model("gpt-oss-120b").architecture
 

@@ -10,24 +10,26 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
-from pathlib import Path
-
 import math
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from unittest import mock
 
 import pytest
 
-from vllm_eks import overheads, pools, sizing, weights
-from vllm_eks.budget import max_capture as budget_max_capture
-from vllm_eks.decisions import Decisions
-from vllm_eks.errors import VllmEksError
-from vllm_eks.model_source import DEFAULT_LOAD_MIB_S
-from vllm_eks.hardware import instance_catalog
-from vllm_eks.plan import Plan
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
-from vllm_eks.units import GIB, MIB, gib
+from vllm_eks.catalog.instances import instance_catalog
+from vllm_eks.core.errors import VllmEksError
+from vllm_eks.core.units import GIB, MIB, gib
+from vllm_eks.memory import overheads
+from vllm_eks.memory.budget import max_capture as budget_max_capture
+from vllm_eks.model import weights
+from vllm_eks.planning import pod_resources as sizing
+from vllm_eks.planning import pools
+from vllm_eks.planning.decisions import Decisions
+from vllm_eks.planning.model_source import DEFAULT_LOAD_MIB_S
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.spec.plan import Plan
+from vllm_eks.spec.request import PlanRequest
 
 BASELINE = Path(__file__).parent / "data" / "plan-baseline.json.gz"
 
@@ -284,7 +286,7 @@ def _differences(path: str, old, new, old_plan=None, new_plan=None) -> list[str]
 
 
 # Issue 13, defect 10: the block size is the one vLLM 0.32's attention backend picks
-# (generator/vllm_eks/attention.py). It moved off 16 for MLA models only: on Blackwell
+# (generator/vllm_eks/model/attention.py). It moved off 16 for MLA models only: on Blackwell
 # (FLASHINFER_MLA, 32) and on Hopper with an FP8 KV cache (FLASH_ATTN_MLA takes no FP8 cache,
 # FLASHMLA: 64). (gpu, kv_cache_dtype) -> the new block size.
 _MLA_BLOCK_MOVED = {("b200", "auto"): 32, ("b200", "fp8"): 32, ("h100", "fp8"): 64, ("h200", "fp8"): 64}
@@ -367,7 +369,7 @@ def test_baseline_covers_every_catalog_pair():
 
 
 # Issue 17: packed-format checkpoints (MXFP4 experts, AWQ/GPTQ linear layers) are sized per GPU as
-# the kernel vLLM 0.32 picks for the GPU holds them after loading (generator/vllm_eks/packed.py:
+# the kernel vLLM 0.32 picks for the GPU holds them after loading (generator/vllm_eks/model/packed.py:
 # padded shapes, scales, zero points, biases), not as stored bits x parameters. Everything that
 # follows from the weights per GPU (KV room, blocks, tokens, context, layout, replicas) may move
 # for these models; with the stored bits put back, their plans must be exactly the baseline's.
@@ -486,7 +488,7 @@ def test_a_plan_json_reads_back_into_the_same_plan():
 def test_a_plan_json_from_before_an_optional_section_still_reads(name):
     """plan.json files written before the routing (issue 15) or quota (issue 16) section was
     planned load with that section None and print back without its fields."""
-    from vllm_eks.plan import section_type
+    from vllm_eks.spec.plan import section_type
     summary = make_plan(PlanRequest(model="llama-3.1-8b-instruct", instance="g6e.xlarge")).json_summary()
     fields = set(section_type(name).model_fields) - {"derivations"}
     assert fields <= set(summary)

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_eks import budget as budget_mod
-from vllm_eks import overheads
-from vllm_eks.catalog import model_catalog
-from vllm_eks import decisions as decisions_mod
-from vllm_eks.decisions import DEFAULT_MAX_NUM_SEQS, Decisions
-from vllm_eks.errors import VllmEksError
-from vllm_eks.hardware import instance_catalog
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
+from vllm_eks.catalog.instances import instance_catalog
+from vllm_eks.catalog.models import model_catalog
+from vllm_eks.core.errors import VllmEksError
+from vllm_eks.memory import budget as budget_mod
+from vllm_eks.memory import overheads
+from vllm_eks.planning import decisions as decisions_mod
+from vllm_eks.planning.decisions import DEFAULT_MAX_NUM_SEQS, Decisions
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.spec.request import PlanRequest
 
 VARIANTS = ({}, {"max_model_len": 32768}, {"max_nodes_per_replica": 1}, {"kv_cache_dtype": "fp8"},
             {"gpu_memory_utilization": 0.5}, {"kv_cache_memory_gib": 4.0})
@@ -132,7 +132,7 @@ def test_the_bigger_instance_answers_are_keyed_by_the_instance_figures():
     """An instance of the same name with other figures (a catalog that changed) is asked afresh."""
     from dataclasses import replace
 
-    from vllm_eks.hardware import instance_catalog
+    from vllm_eks.catalog.instances import instance_catalog
 
     h = instance_catalog()["p5.48xlarge"]
     req = PlanRequest(model="llama-3.1-405b-instruct", instance=h.name, pipeline_parallel_size=1).model_dump_json()
@@ -150,7 +150,7 @@ def test_a_layout_whose_weights_overflow_has_no_budget_that_fits(variant):
     """The premise of the early pipeline-stage refusal: where Decisions._weights_overflow says a
     stage's weights alone fill its GPUs, even the one-sequence budget leaves no KV cache, and the
     largest stage holds at least 1/PP of the one-stage weights."""
-    from vllm_eks.hardware import instance_catalog
+    from vllm_eks.catalog.instances import instance_catalog
 
     seen = 0
     for model in sorted(model_catalog())[::2]:

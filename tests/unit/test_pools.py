@@ -1,10 +1,9 @@
 """Pool and autoscaling numbers of the Plan (pools.py): what the NodePool limit must admit."""
 
-from vllm_eks.pools import plan_pools
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
-from vllm_eks.units import GIB
-
+from vllm_eks.core.units import GIB
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.planning.pools import plan_pools
+from vllm_eks.spec.request import PlanRequest
 
 
 def test_shared_nodes_count_once():
@@ -81,10 +80,10 @@ def test_raid0_root_volume_holds_only_the_os_and_images():
 
 
 def test_p5_plan_raid0_root_volume_reaches_gpu_infra():
-    from vllm_eks.chart_values import gpu_infra
-    from vllm_eks.chart_values.options import ValuesOptions
-    from vllm_eks.planner import make_plan
-    from vllm_eks.request import PlanRequest
+    from vllm_eks.planning.planner import make_plan
+    from vllm_eks.spec.request import PlanRequest
+    from vllm_eks.values import gpu_infra
+    from vllm_eks.values.options import ValuesOptions
     plan = make_plan(PlanRequest(model="llama-3.1-70b-instruct", instance="p5.48xlarge"))
     assert plan.pool.instance_store_policy == "RAID0" and plan.pool.root_volume_bytes == 50 * GIB
     (pool,) = gpu_infra.build_values(plan, ValuesOptions()).pools

@@ -3,10 +3,10 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vllm_eks import budget, kvcache
-from vllm_eks.catalog import model_catalog, resolve_model
-from vllm_eks.hardware import instance_catalog
-from vllm_eks.decisions import valid_tp
+from vllm_eks.catalog.instances import instance_catalog
+from vllm_eks.catalog.models import model_catalog, resolve_model
+from vllm_eks.memory import budget, kvcache
+from vllm_eks.planning.decisions import valid_tp
 
 MODELS = sorted(model_catalog())
 INSTANCES = sorted(instance_catalog())

@@ -1,4 +1,4 @@
-"""EC2 vCPU quota pre-flight (generator/vllm_eks/quota.py): the bucket of each instance family,
+"""EC2 vCPU quota pre-flight (generator/vllm_eks/planning/quota.py): the bucket of each instance family,
 the vCPUs every committed scenario needs, and --quota on plan, values and check-fit."""
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vllm_eks import quota
-from vllm_eks.plan import Plan
 from tests.unit.cli_result import one_line_error
+from vllm_eks.planning import quota
+from vllm_eks.spec.plan import Plan
 
 ROOT = Path(__file__).resolve().parents[2]
 VALUES = ROOT / "values"
 
 
 def _vcpus() -> dict[str, int]:
-    with open(ROOT / "generator" / "vllm_eks" / "data" / "instances.csv") as f:
+    with open(ROOT / "generator" / "vllm_eks" / "catalog" / "data" / "instances.csv") as f:
         return {row["instance"]: int(row["vcpu"]) for row in csv.DictReader(f)}
 
 
@@ -90,7 +90,7 @@ def test_instance_class(instance, cls):
 
 
 def test_every_catalog_instance_is_p_or_g():
-    from vllm_eks.hardware import instance_catalog
+    from vllm_eks.catalog.instances import instance_catalog
     assert {quota.instance_class(name) for name in instance_catalog()} == {"P", "G"}
 
 
@@ -102,7 +102,7 @@ def test_parse_quotas():
 
 def test_chart_rollout_surge_matches():
     """The rolling-update peak assumes the chart's maxSurge default, which the values model keeps."""
-    from vllm_eks.chart_values.vllm_inference import RollingUpdate
+    from vllm_eks.values.vllm_inference.chart import RollingUpdate
     chart = yaml.safe_load((ROOT / "charts" / "vllm-inference" / "values.yaml").read_text())
     assert chart["strategy"]["rollingUpdate"]["maxSurge"] == quota.ROLLOUT_MAX_SURGE
     assert RollingUpdate().max_surge == quota.ROLLOUT_MAX_SURGE
@@ -152,7 +152,7 @@ def test_values_checks_only_the_pools_capacity_types(cli, tmp_path):
 
 
 def test_check_fit_prints_and_checks_quota(cli, tmp_path, monkeypatch):
-    from vllm_eks import fit
+    from vllm_eks.check import scheduling as fit
     monkeypatch.setattr(fit, "check_fit", lambda *a, **k: [])
     folder = VALUES / "qwen3-8b-g6-8xlarge-disaggregated"
     r = cli("check-fit", str(folder))
@@ -165,8 +165,8 @@ def test_check_fit_prints_and_checks_quota(cli, tmp_path, monkeypatch):
 
 
 def test_check_fit_old_plan_json_without_quota(cli, tmp_path, monkeypatch):
-    from vllm_eks import fit
-    from vllm_eks.plan import QuotaPlan
+    from vllm_eks.check import scheduling as fit
+    from vllm_eks.spec.plan import QuotaPlan
     monkeypatch.setattr(fit, "check_fit", lambda *a, **k: [])
     folder = tmp_path / "old"
     shutil.copytree(VALUES / "llama-3.1-8b-g6e-xlarge", folder)

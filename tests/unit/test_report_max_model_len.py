@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from vllm_eks.planner import make_plan
-from vllm_eks.report import summary_rows
-from vllm_eks.request import PlanRequest
+from vllm_eks.output.report import summary_rows
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.spec.request import PlanRequest
 
 
 def _row(plan) -> str:

@@ -1,5 +1,5 @@
-"""The routing section of the Plan (routing_plan.py), its derivations in `explain`, the values
-dicts of chart_values/routing_builder.py and the `vllm-eks values` routing flags."""
+"""The routing section of the Plan (planning/routing.py), its derivations in `explain`, the values
+dicts of values/vllm_inference/routing_build.py and the `vllm-eks values` routing flags."""
 
 from __future__ import annotations
 
@@ -13,19 +13,24 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vllm_eks.catalog import model_catalog, resolve_model
-from vllm_eks.chart_values.options import ValuesOptions
-from vllm_eks.chart_values.routing_builder import (api_key_values, check_routing, gateway_duration,
-                                                   routing_values)
-from vllm_eks.errors import InvalidOptionError, VllmEksError
-from vllm_eks.hardware import instance_catalog
-from vllm_eks.latency import DEFAULT_TPOT_SLO, decode_step
-from vllm_eks.plan import Plan, RoutingPlan
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
-from vllm_eks.routing_plan import (ALB_IDLE_TIMEOUT_MAX_SECONDS, EPP_INDEX_ENTRY_BYTES, PICKER_BASE_MEMORY_BYTES,
-                                   alb_idle_timeout, alb_max_model_len, longest_stream_seconds,
-                                   plan_alb_max_model_len)
+from vllm_eks.catalog.instances import instance_catalog
+from vllm_eks.catalog.models import model_catalog, resolve_model
+from vllm_eks.core.errors import InvalidOptionError, VllmEksError
+from vllm_eks.planning.latency import DEFAULT_TPOT_SLO, decode_step
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.planning.routing import (
+    ALB_IDLE_TIMEOUT_MAX_SECONDS,
+    EPP_INDEX_ENTRY_BYTES,
+    PICKER_BASE_MEMORY_BYTES,
+    alb_idle_timeout,
+    alb_max_model_len,
+    longest_stream_seconds,
+    plan_alb_max_model_len,
+)
+from vllm_eks.spec.plan import Plan, RoutingPlan
+from vllm_eks.spec.request import PlanRequest
+from vllm_eks.values.options import ValuesOptions
+from vllm_eks.values.vllm_inference.routing_build import api_key_values, check_routing, gateway_duration, routing_values
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = yaml.safe_load((ROOT / "values" / "scenarios.yaml").read_text())["scenarios"]

@@ -1,8 +1,9 @@
 """Figures from the 70B-on-EKS guide , reproduced by the engine."""
 
-from vllm_eks import kvcache, weights
-from vllm_eks.catalog import resolve_model
-from vllm_eks.weights import precision_for
+from vllm_eks.catalog.models import resolve_model
+from vllm_eks.memory import kvcache
+from vllm_eks.model import weights
+from vllm_eks.model.weights import precision_for
 
 GB = 1e9
 

@@ -8,14 +8,20 @@ import json
 import math
 
 import pytest
+
 from tests.unit.cli_result import one_line_error
-from vllm_eks.chart_values.options import ValuesOptions
-from vllm_eks.chart_values.vllm_inference import build_values
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
-from vllm_eks.staging import (DEADLINE_SAFETY, DEADLINE_SETUP_SECONDS, DEFAULT_STAGE_BANDWIDTH_MIB_S, MARGIN_BYTES,
-                              MARGIN_FRACTION)
-from vllm_eks.units import GIB, MIB
+from vllm_eks.core.units import GIB, MIB
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.planning.staging import (
+    DEADLINE_SAFETY,
+    DEADLINE_SETUP_SECONDS,
+    DEFAULT_STAGE_BANDWIDTH_MIB_S,
+    MARGIN_BYTES,
+    MARGIN_FRACTION,
+)
+from vllm_eks.spec.request import PlanRequest
+from vllm_eks.values.options import ValuesOptions
+from vllm_eks.values.vllm_inference.chart import build_values
 
 BASE = ["--model", "qwen2.5-7b", "--instance", "g6.xlarge"]
 
@@ -115,7 +121,7 @@ def test_values_errors_name_the_flags(cli, tmp_path, args, needles) -> None:
 
 
 def test_plan_json_round_trip_keeps_the_staging_section() -> None:
-    from vllm_eks.plan import Plan
+    from vllm_eks.spec.plan import Plan
     p = plan(stage="pvc:fsx-models", model_source="/fsx/qwen", stage_revision="v1.0")
     back = Plan.from_summary(p.json_summary())
     assert back.staging.model_dump() == p.staging.model_dump() and back.staging.staging_revision == "v1.0"

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 from tests.harness.scenario_values import ChartValues, generate
-from vllm_eks.chart_values.schema import values_schema
-from vllm_eks.emit import values_document
-from vllm_eks.units import bytes_quantity, quantity_bytes
-from vllm_eks.values_yaml import commented_yaml, forkable_values, human_size
+from vllm_eks.core.units import bytes_quantity, quantity_bytes
+from vllm_eks.output.scenario_folder import values_document
+from vllm_eks.output.values_files import commented_yaml, forkable_values, human_size
+from vllm_eks.values.schema import values_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY_LINE = re.compile(r"^(\s*)(- )?([A-Za-z0-9_.'/-]+):( |$)")

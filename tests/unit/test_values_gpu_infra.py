@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from vllm_eks.chart_values import gpu_infra
-from vllm_eks.chart_values.options import ValuesOptions
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.spec.request import PlanRequest
+from vllm_eks.values import gpu_infra
+from vllm_eks.values.options import ValuesOptions
 
 
 @pytest.fixture(scope="module")

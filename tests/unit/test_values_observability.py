@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_eks.chart_values import observability
-from vllm_eks.chart_values.options import ValuesOptions
-from vllm_eks.planner import make_plan
-from vllm_eks.request import PlanRequest
-from vllm_eks.values_yaml import forkable_values
+from vllm_eks.output.values_files import forkable_values
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.spec.request import PlanRequest
+from vllm_eks.values import observability
+from vllm_eks.values.options import ValuesOptions
 
 
 @pytest.fixture(scope="module")

@@ -13,18 +13,23 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from vllm_eks import contract
-from vllm_eks.errors import VllmEksError
-from vllm_eks.engine_settings import serve_flags
-from vllm_eks.plan import FLAT_SECTIONS, Plan, section_type
-from vllm_eks.chart_values.options import ValuesOptions
-from vllm_eks.units import bytes_quantity, cpu_quantity, parse_quantity
-from vllm_eks.chart_values.registry import CHART_BUILDERS
-from vllm_eks.chart_values.schema import (
-    DOCS_END, DOCS_START, SchemaError, render_schema, replace_reference, values_reference_markdown,
-    values_schema)
-from vllm_eks.chart_values.vllm_inference import VllmInferenceValues, build_values
-from vllm_eks.units import GIB
+from vllm_eks.core import contract
+from vllm_eks.core.errors import VllmEksError
+from vllm_eks.core.units import GIB, bytes_quantity, cpu_quantity, parse_quantity
+from vllm_eks.spec.engine_settings import serve_flags
+from vllm_eks.spec.plan import FLAT_SECTIONS, Plan, section_type
+from vllm_eks.values.options import ValuesOptions
+from vllm_eks.values.registry import CHART_BUILDERS
+from vllm_eks.values.schema import (
+    DOCS_END,
+    DOCS_START,
+    SchemaError,
+    render_schema,
+    replace_reference,
+    values_reference_markdown,
+    values_schema,
+)
+from vllm_eks.values.vllm_inference.chart import VllmInferenceValues, build_values
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "vllm-inference"
@@ -156,8 +161,8 @@ def test_builder_registered_and_output_matches_schema() -> None:
 
 
 def test_builder_with_the_real_planner() -> None:
-    from vllm_eks.planner import make_plan as plan_for
-    from vllm_eks.request import PlanRequest
+    from vllm_eks.planning.planner import make_plan as plan_for
+    from vllm_eks.spec.request import PlanRequest
 
     plan = plan_for(PlanRequest(model="qwen2.5-7b-instruct", instance="g6.xlarge"))
     v = build_values(plan, ValuesOptions())
@@ -268,7 +273,7 @@ def test_schema_keeps_the_optional_fields_of_an_optional_model_omittable() -> No
     (gpu-infra poolDefaults.placementGroup used to require both name and id)."""
     from pydantic import Field
 
-    from vllm_eks.chart_values.base import ValuesModel
+    from vllm_eks.values.base import ValuesModel
 
     class Inner(ValuesModel):
         name: str | None = Field(None, description="a")

@@ -156,7 +156,7 @@ message.
 ec2Tags keys EC2 accepts (1 to 128 characters; the schema cannot name ec2Tags in a propertyNames
 error), and keys nobody may set: AWS reserves the aws: prefix (any case), and Karpenter's EC2NodeClass
 refuses the tags it writes itself (CEL rules on spec.tags). Same list as RESERVED_TAG_KEYS in
-generator/vllm_eks/chart_values/gpu_infra.py.
+generator/vllm_eks/values/gpu_infra.py.
 */}}
 {{- define "gpu-infra.validateValues.ec2Tags" -}}
 {{- $reservedKeys := list "eks:eks-cluster-name" "karpenter.sh/nodepool" "karpenter.sh/nodeclaim" "karpenter.k8s.aws/ec2nodeclass" -}}

@@ -56,7 +56,7 @@ Namespace of the model server.
 {{/*
 Name of the Deployment / LeaderWorkerSet / RayService of charts/vllm-inference. Mirrors the
 fullname rule of that chart (charts/vllm-inference/templates/_helpers.tpl) and
-generator/vllm_eks/chart_values/observability.py:vllm_inference_fullname.
+generator/vllm_eks/values/observability.py:vllm_inference_fullname.
 */}}
 {{- define "observability.targetName" -}}
 {{- if .Values.target.name -}}

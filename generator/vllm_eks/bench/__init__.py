@@ -3,8 +3,9 @@ turn throughput into cost per million tokens, plot, compare with the Plan and re
 and autoscaling settings.
 
 One module per concern: results (the result file model and loading), knee (the knee and the SLO
-limit), cost, plots, compare (Plan estimates against measurements), recommend, analyze (the
-report), runner (the sweep) and feedback (`--from-benchmark`: the recommendations into the Plan).
+limit), cost, plots, compare (Plan estimates against measurements), sweep_settings (the
+recommended engine and autoscaling settings), analyze (the report), runner (the sweep) and
+feedback (`--from-benchmark`: the recommendations into the Plan).
 
 For other parts of the project (a values --from-benchmark, a chart benchmark Job):
 - `analyze.analyze(paths, plan=...) -> Analysis` (with `results.load_sweep(paths)` to load once):

@@ -11,13 +11,13 @@ from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from ..errors import InvalidOptionError
-from ..plan import Plan
-from .compare import Ratio, compare
-from .cost import CapacityType, PointCost, Price, point_cost, resolve_price
-from .knee import Knee, KneeCriteria, SloLimit, find_knee, slo_limit
-from .recommend import Recommendation, recommend
-from .results import BenchResult, load_sweep, sweep_notes
+from vllm_eks.bench.compare import Ratio, compare
+from vllm_eks.bench.cost import CapacityType, PointCost, Price, point_cost, resolve_price
+from vllm_eks.bench.knee import Knee, KneeCriteria, SloLimit, find_knee, slo_limit
+from vllm_eks.bench.results import BenchResult, load_sweep, sweep_notes
+from vllm_eks.bench.sweep_settings import Recommendation, recommend
+from vllm_eks.core.errors import InvalidOptionError
+from vllm_eks.spec.plan import Plan
 
 
 class Level(BaseModel):

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from .. import latency
-from ..plan import Plan
-from .results import BenchResult
+from vllm_eks.bench.results import BenchResult
+from vllm_eks.planning import latency
+from vllm_eks.spec.plan import Plan
 
 
 class Ratio(BaseModel):

@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ..errors import InvalidOptionError
-from .results import BenchResult
+from vllm_eks.bench.results import BenchResult
+from vllm_eks.core.errors import InvalidOptionError
 
 CapacityType = Literal["on-demand", "spot", "reserved"]
 

@@ -23,13 +23,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..derivations import Derivation, Derivations
-from ..errors import BenchmarkResultError, InvalidOptionError
-from ..plan import MeasuredPlan, Plan
-from ..planner import make_plan
-from ..request import PlanRequest
-from .analyze import analyze
-from .results import BenchResult, load_sweep
+from vllm_eks.bench.analyze import analyze
+from vllm_eks.bench.results import BenchResult, load_sweep
+from vllm_eks.core.derivations import Derivation, Derivations
+from vllm_eks.core.errors import BenchmarkResultError, InvalidOptionError
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.spec.plan import MeasuredPlan, Plan
+from vllm_eks.spec.request import PlanRequest
 
 FLAG = "--from-benchmark"
 # Re-planning with a new max_num_seqs changes the sampler's memory and so the KV cache; the clamp

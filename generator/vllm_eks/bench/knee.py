@@ -18,8 +18,8 @@ import math
 
 from pydantic import BaseModel, Field
 
-from ..errors import InvalidOptionError
-from .results import BenchResult
+from vllm_eks.bench.results import BenchResult
+from vllm_eks.core.errors import InvalidOptionError
 
 DEFAULT_MIN_GAIN_PCT = 10.0
 DEFAULT_LATENCY_GROWTH_PCT = 20.0

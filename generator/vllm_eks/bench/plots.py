@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import InvalidOptionError
-from .results import BenchResult
+from vllm_eks.bench.results import BenchResult
+from vllm_eks.core.errors import InvalidOptionError
 
 THROUGHPUT_PNG = "throughput.png"
 LATENCY_PNG = "latency.png"

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import BenchmarkResultError
+from vllm_eks.core.errors import BenchmarkResultError
 
 # Keys an analysis cannot do without, and what produces them, for the error message.
 REQUIRED_KEYS: dict[str, str] = {

@@ -15,7 +15,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import BenchmarkRunError, InvalidOptionError
+from vllm_eks.core.errors import BenchmarkRunError, InvalidOptionError
 
 PERCENTILE_METRICS = "ttft,tpot,itl,e2el"
 METRIC_PERCENTILES = "50,90,99"

@@ -1,1 +1,0 @@
-"""Per-chart values models (the source of each chart's values.schema.json) and their builders."""

@@ -1,0 +1,447 @@
+"""`vllm-eks`: plan, explain and write Helm values for vLLM on EKS.
+
+Exit codes: 0 ok; 1 bad input (one line on stderr naming the flag or file); 2 usage."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from vllm_eks.catalog.instances import instance_catalog
+from vllm_eks.catalog.models import model_catalog
+from vllm_eks.core.errors import VllmEksError
+from vllm_eks.core.units import GIB
+from vllm_eks.output import report
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.planning.quota import check_quotas, parse_quotas
+from vllm_eks.spec.request import PlanRequest
+
+_PLAN_OPTIONS: list[Callable] = [
+    click.option("--model", required=True, help="Catalog id, Hugging Face repo id (ORG/NAME[@REVISION]: read from the Hub, or HF_ENDPOINT, when the catalog lacks it; cached, HF_HUB_OFFLINE=1 reads only the cache), or path to a config.json (or its folder)."),
+    click.option("--instance", help="EC2 instance type: from the catalog (`vllm-eks catalog instances`), else read from "
+                                    "EC2 and the Pricing API with your AWS credentials (needs vllm-eks[aws])."),
+    click.option("--gpu-memory-mib", type=int, help="Hardware outside the catalog: memory of one GPU in MiB (as nvidia-smi reports)."),
+    click.option("--gpus-per-node", type=int, help="Hardware outside the catalog: GPUs per machine."),
+    click.option("--hardware-name", help="Hardware outside the catalog: its EC2 instance type (the GPU pool's "
+                                         "instance type), e.g. p6-b200.48xlarge."),
+    click.option("--price-per-hour", type=float, help="Override the on-demand USD price of one node."),
+    click.option("--region", help="AWS region to read an --instance outside the catalog from (EC2 DescribeInstanceTypes "
+                                  "and its Pricing API location; default: AWS_REGION or the profile's region)."),
+    click.option("--vcpus", type=int, help="Custom hardware: vCPUs of one machine (sizes the pod's CPU and the EC2 vCPU quota)."),
+    click.option("--memory-gib", type=float, help="Custom hardware: memory of one machine in GiB (sizes the pod's memory)."),
+    click.option("--max-pods", type=int, help="Hardware outside the catalog: the node's kubelet maxPods (default: the ENI "
+                                              "limit of a type read from EC2; 110, kubelet's default, for custom hardware)."),
+    click.option("--dtype", type=click.Choice(["auto", "bfloat16", "float16"]), default="auto", show_default=True),
+    click.option("--quantization", type=click.Choice(["fp8", "awq", "gptq"]), help="Weight quantization (fp8 works on 16-bit checkpoints; awq/gptq need such a checkpoint)."),
+    click.option("--kv-cache-dtype", type=click.Choice(["auto", "fp8"]), default="auto", show_default=True),
+    click.option("--topology", type=click.Choice(["auto", "ray-serve", "disaggregated"]), default="auto", show_default=True,
+                 help="auto: single-node Deployment or multi-node LeaderWorkerSet as the model needs; ray-serve: KubeRay RayService; disaggregated: prefill/decode pools joined by NIXL over EFA."),
+    click.option("--prefill-replicas", type=int, help="Disaggregated: pin the prefill pool size."),
+    click.option("--decode-replicas", type=int, help="Disaggregated: pin the decode pool size."),
+    click.option("--tensor-parallel-size", type=int, help="Pin TP (GPUs per pod); must divide the attention heads."),
+    click.option("--pipeline-parallel-size", type=int, help="Pin PP (machines per model copy)."),
+    click.option("--max-nodes-per-replica", type=int,
+                 help="Most machines one model copy may span; 1 forbids multi-node (default: as many as it needs, up to 16)."),
+    click.option("--replicas", type=int, help="Pin the number of model copies."),
+    click.option("--target-concurrency", type=int, help="Requests to serve at once at max-model-len; sets replicas."),
+    click.option("--max-model-len", type=int, help="Pin the context length."),
+    click.option("--gpu-memory-utilization", type=float, help="Fraction of each GPU vLLM may use, in (0, 1]; default 0.90."),
+    click.option("--max-num-seqs", type=int, help="Pin the maximum number of running sequences."),
+    click.option("--max-num-batched-tokens", type=int, help="Pin the tokens per scheduler step."),
+    click.option("--block-size", type=int, help="KV cache block size in tokens (default: the one vLLM's attention backend for the model and GPU picks: 16, or 32/64 for MLA models on Blackwell / on Hopper with an FP8 KV cache; see explain)."),
+    click.option("--kv-cache-memory", "kv_cache_memory_gib", type=float, help="KV cache GiB per GPU, skipping the profile estimate (vLLM --kv-cache-memory-bytes)."),
+    click.option("--async-scheduling/--no-async-scheduling", default=True, show_default=True,
+                 help="vLLM's async scheduling (on by default on GPUs; vLLM's CPU platform turns it off). "
+                      "Sliding-window KV sizing depends on it."),
+    click.option("--load-bandwidth-mib-s", type=float, help="Weight download/load rate per pod for the start-up budgets "
+                 "(default: per --model-source-kind, see `explain` and docs/model-sources.md)."),
+    click.option("--model-source-kind", type=click.Choice(["huggingface", "s3", "pvc", "fsx", "mountpoint-s3"]), default=None,
+                 help="Where the weights come from (default: from --model-source: s3:// is s3, a path is pvc, else "
+                      "huggingface); fsx and mountpoint-s3 mount a path the chart's PersistentVolume provides."),
+    click.option("--fsx-throughput-per-tib", type=int, help="With --model-source-kind fsx: the file system's throughput "
+                 "tier in MB/s per TiB (Persistent-1 50/100/200, Persistent-2 125/250/500/1000, Scratch-2 200; default 250)."),
+    click.option("--fsx-storage-tib", type=float, help="With --model-source-kind fsx: the file system's storage in TiB "
+                 "(default 1.2); with the tier it gives the load bandwidth."),
+    click.option("--cache", type=click.Choice(["emptydir", "pvc", "instance-store"]), default="emptydir", show_default=True,
+                 help="Volume of the Hugging Face and vLLM compile caches: emptydir (lost with the pod), pvc (a ReadWriteMany "
+                      "claim kept across pod restarts: warm restarts), instance-store (the pool's NVMe RAID0; kept across "
+                      "container restarts). Sets the warm start-up budget; see docs/caching.md."),
+    click.option("--cache-read-mib-s", type=float,
+                 help="Read rate of the cache volume for the warm start-up budget (default: 125 for pvc, 1000 otherwise)."),
+    click.option("--stage", help="Render the staging Job that copies the model's Hugging Face repo once: s3://BUCKET/PREFIX "
+                 "(equal to --model-source), pvc (a claim the chart creates, sized from the weights) or pvc:CLAIM (an "
+                 "existing claim); with pvc, --model-source is the path the servers load the copy from."),
+    click.option("--stage-revision", help="With --stage: branch, tag or commit to copy (default: the commit a Hub model "
+                 "outside the catalog was sized at, else main)."),
+    click.option("--stage-bandwidth-mib-s", type=float,
+                 help="With --stage: download rate the Job's deadline assumes (default 200; see explain)."),
+    click.option("--daemonset-reserve-cpu", help="CPU kept on every GPU node for its DaemonSets (Kubernetes quantity, e.g. 2 or 1500m; default 2, see `explain`)."),
+    click.option("--daemonset-reserve-memory", help="Memory kept on every GPU node for its DaemonSets (Kubernetes quantity, e.g. 4Gi; default 4Gi)."),
+    click.option("--served-model-name", help="Name clients use (default: the Hugging Face repo id)."),
+    click.option("--model-source", help="What vLLM loads instead of the repo id: s3://bucket/prefix or a mounted path."),
+    click.option("--hf-token-file",
+                 help="File holding a Hugging Face token, to read a gated --model repo from the Hub (default: the "
+                      "HF_TOKEN environment variable)."),
+]
+
+
+def quota_option(f: Callable) -> Callable:
+    """--quota BUCKET=VCPUS (repeatable): EC2 vCPU quotas to check the Plan's needs against."""
+    return click.option(
+        "--quota", "quotas", multiple=True, metavar="BUCKET=VCPUS",
+        help="An EC2 vCPU quota of this account and region, e.g. G=64 (Running On-Demand G and VT instances) "
+             "or spot-P=192 (All P Spot Instance Requests); repeatable. A quota below the vCPUs the deployment "
+             "needs at its maximum or during a rolling update / RayService upgrade is an error; without it the "
+             "figures are only reported.")(f)
+
+
+def plan_options(f: Callable) -> Callable:
+    for option in reversed(_PLAN_OPTIONS):
+        f = option(f)
+    return f
+
+
+def _request(kwargs: dict) -> PlanRequest:
+    return PlanRequest(**{k: v for k, v in kwargs.items() if k in PlanRequest.model_fields})
+
+
+from_benchmark_option = click.option(
+    "--from-benchmark", "from_benchmark", multiple=True, metavar="RESULTS",
+    help="vllm bench serve result files of a concurrency sweep against this deployment, or their folder "
+         "(repeatable): max-num-seqs and the KEDA threshold come from its knee (`vllm-eks bench analyze`), "
+         "max-num-seqs clamped to what the KV cache holds; explain shows the measured basis.")
+
+
+def _make_plan(kwargs: dict):
+    """The Plan of the plan options; with --from-benchmark, its max-num-seqs and KEDA threshold
+    from the sweep (bench/feedback.py)."""
+    req = _request(kwargs)
+    paths = list(kwargs.get("from_benchmark") or ())
+    if not paths:
+        return make_plan(req)
+    from vllm_eks.bench.feedback import plan_from_benchmark
+
+    return plan_from_benchmark(req, paths)
+
+
+def _fail(message: str) -> None:
+    click.echo(f"vllm-eks: error: {message}", err=True)
+    sys.exit(1)
+
+
+# Options fields set by a flag of another name (--gateway NAME/NAMESPACE sets two).
+_FIELD_FLAGS = {"gateway_name": "--gateway", "gateway_namespace": "--gateway"}
+
+
+def _flag_of(field: str, command: click.Command | None) -> str:
+    """The command-line flag that sets a request or options field (`kv_cache_memory_gib` is
+    --kv-cache-memory), so a validation error names what the user typed."""
+    if field in _FIELD_FLAGS:
+        return _FIELD_FLAGS[field]
+    for param in command.params if command else ():
+        if param.name == field and isinstance(param, click.Option):
+            return max(param.opts, key=len)
+    return "--" + field.replace("_", "-")
+
+
+def _given(value: object) -> str:
+    if isinstance(value, str) and len(value) > 60:
+        return f" (got {len(value)} characters)"
+    return f" (got {value!r})" if isinstance(value, (str, int, float)) else ""
+
+
+def _validation_message(e: ValidationError, command: click.Command | None) -> str:
+    parts = []
+    for err in e.errors():
+        field, *rest = [str(x) for x in err["loc"]] or ["input"]
+        where = _flag_of(field, command) + "".join(f"[{x}]" if x.isdigit() else f".{x}" for x in rest)
+        parts.append(f"{where}: {err['msg']}{_given(err.get('input'))}")
+    return "; ".join(parts)
+
+
+class _Group(click.Group):
+    """Turns input errors from any command into one line on stderr and exit 1."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except VllmEksError as e:
+            _fail(str(e))
+        except ValidationError as e:
+            name = ctx.invoked_subcommand
+            _fail(_validation_message(e, self.get_command(ctx, name) if name else None))
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="vllm-eks")
+def main() -> None:
+    """Size vLLM deployments on Amazon EKS by arithmetic and write Helm values for them."""
+
+
+@main.command()
+@plan_options
+@from_benchmark_option
+@click.option("--json", "as_json", is_flag=True, help="Print the Plan as one JSON object.")
+@quota_option
+def plan(as_json: bool, quotas: tuple[str, ...], **kwargs) -> None:
+    """Choose TP/PP/replicas and every engine setting for a model on an instance."""
+    limits = parse_quotas(quotas)
+    p = _make_plan(kwargs)
+    check_quotas(p.quota, limits)
+    if as_json:
+        # allow_nan=False: a NaN would make the output something other than JSON; inputs are
+        # finite, so one reaching here is a bug to report, not to print.
+        click.echo(json.dumps(p.json_summary(), indent=2, allow_nan=False))
+    else:
+        Console().print(report.summary_table(p))
+
+
+@main.command()
+@plan_options
+@from_benchmark_option
+def explain(**kwargs) -> None:
+    """Print every number of the Plan with its formula and inputs."""
+    click.echo(report.explanation_text(_make_plan(kwargs)), nl=False)
+
+
+@main.command()
+@plan_options
+@from_benchmark_option
+@click.option("--out", "out_dir", required=True, help="Folder to write the values files into (created if missing; "
+              "files an earlier `vllm-eks values` wrote are replaced, any other file there is an error).")
+@click.option("--release", default="vllm", show_default=True, help="Helm release name of charts/vllm-inference.")
+@click.option("--namespace", default="llm", show_default=True, help="Namespace of the model server.")
+@click.option("--hf-token-secret", default="hf-token", show_default=True, help="Existing Secret with key HF_TOKEN ('' for none).")
+@click.option("--pvc-name", help="Existing PVC holding the weights (with --model-source-kind pvc).")
+@click.option("--model-mount-path", "--pvc-mount-path", "pvc_mount_path", default="/models", show_default=True,
+              help="Where the model's volume (--model-source-kind pvc, fsx, mountpoint-s3) is mounted; --model-source is a path under it.")
+@click.option("--fsx-file-system-id", help="With --model-source-kind fsx: the FSx for Lustre file system id (fs-...).")
+@click.option("--fsx-dns-name", help="With --model-source-kind fsx: the file system's DNS name.")
+@click.option("--fsx-mount-name", help="With --model-source-kind fsx: the file system's Lustre mount name.")
+@click.option("--s3-mount-bucket", help="With --model-source-kind mountpoint-s3: the bucket Mountpoint mounts.")
+@click.option("--s3-mount-prefix", help="With --model-source-kind mountpoint-s3: key prefix mounted as the volume's root (ends with /).")
+@click.option("--s3-mount-region", help="With --model-source-kind mountpoint-s3: the bucket's region (default: the driver's).")
+@click.option("--cache-pvc", help="With --cache pvc: an existing ReadWriteMany claim for the caches (default: the chart creates one).")
+@click.option("--cache-size", help="With --cache pvc: size of the claim the chart creates (default: the Plan's cache_volume_bytes).")
+@click.option("--cache-storage-class", help="With --cache pvc: StorageClass of the claim the chart creates, e.g. an EFS class "
+                                            "(default: the cluster's default).")
+@click.option("--iam-role-arn", help="IAM role for the model server's ServiceAccount (IRSA), e.g. to read an s3:// model.")
+@click.option("--cluster-name", default="my-cluster", show_default=True, help="EKS cluster name (Karpenter discovery tag).")
+@click.option("--capacity-type", "capacity_types", multiple=True, type=click.Choice(["on-demand", "spot", "reserved"]), help="Karpenter capacity types (repeatable; default on-demand).")
+@click.option("--ami-family", type=click.Choice(["al2023", "bottlerocket"]), default="al2023", show_default=True)
+@click.option("--zone", help="Availability zone to pin the GPU pool to (EFA groups are always single-AZ).")
+@click.option("--capacity-reservation-id", "capacity_reservation_ids", multiple=True, help="ODCR or Capacity Block id (repeatable).")
+@click.option("--placement-group", help="EC2 placement group for EFA pools: an id when it is pg- and 17 hex digits, otherwise a name.")
+@click.option("--prometheus-release-label", default="kube-prometheus-stack", show_default=True, help="`release` label the Prometheus operator selects monitors and rules by.")
+@click.option("--routing", type=click.Choice(["service", "gateway", "alb"]), default="service", show_default=True,
+              help="How requests reach the servers: the chart's Service; gateway: an InferencePool with the Gateway API "
+                   "Inference Extension's endpoint picker behind an existing Gateway (not on Ray topologies); alb: an "
+                   "ALB Ingress (AWS Load Balancer Controller) with the Plan's idle timeout.")
+@click.option("--gateway", help="With --routing gateway: the Gateway the HTTPRoute attaches to, NAME or NAME/NAMESPACE.")
+@click.option("--alb-certificate-arn", help="With --routing alb: ACM certificate ARN of the HTTPS listener.")
+@click.option("--alb-scheme", type=click.Choice(["internal", "internet-facing"]), default="internal", show_default=True,
+              help="With --routing alb: the load balancer's scheme.")
+@click.option("--api-key-secret", help="Existing Secret whose key api-key holds the API key vLLM requires on /v1 "
+                                       "(VLLM_API_KEY; not on Ray topologies).")
+@quota_option
+def values(out_dir: str, quotas: tuple[str, ...], **kwargs) -> None:
+    """Write values for every chart, plan.json and a README into --out."""
+    from vllm_eks.output.scenario_folder import write_scenario
+    from vllm_eks.values.options import ValuesOptions
+    from vllm_eks.values.vllm_inference.routing_build import check_routing
+
+    if not out_dir.strip():
+        _fail("--out is empty: give the folder to write the values files into")
+
+    limits = parse_quotas(quotas)
+    p = _make_plan(kwargs)
+    check_quotas(p.quota, limits, kwargs.get("capacity_types") or ("on-demand",))
+    opts = {k: v for k, v in kwargs.items()
+            if (k in ValuesOptions.model_fields or k == "gateway") and v not in (None, ())}
+    # the kind the Plan resolved (--model-source-kind, else the form of --model-source)
+    opts["model_source_kind"] = p.pod.model_source_kind
+    if opts.get("hf_token_secret") == "":
+        opts["hf_token_secret"] = None
+    gateway = opts.pop("gateway", None)
+    if gateway is not None:
+        name, _, namespace = gateway.partition("/")
+        opts["gateway_name"], opts["gateway_namespace"] = name, namespace or None
+    options = ValuesOptions(**opts)
+    check_routing(p, options)
+    command = _command_line(click.get_current_context())
+    written = write_scenario(p, options, Path(out_dir), command, report.scenario_readme(p, command))
+    for path in written:
+        click.echo(str(path))
+
+
+def _command_line(ctx: click.Context) -> str:
+    """The invocation rebuilt from the options that differ from their defaults, without --out,
+    so a scenario's files do not depend on where they were written or how the shell quoted."""
+    words = ["vllm-eks", ctx.info_name or "values"]
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or param.name == "out_dir":
+            continue
+        value = ctx.params.get(param.name)
+        if value in (None, (), False) or value == param.default:
+            continue
+        flag = max(param.opts, key=len)
+        if param.is_flag:
+            words.append(flag)
+        else:
+            for v in (value if param.multiple else (value,)):
+                words += [flag, shlex.quote(str(v))]
+    return " ".join(words)
+
+
+@main.command()
+@click.option("--model", required=True, help="Catalog id, Hugging Face repo id (ORG/NAME[@REVISION], read from the Hub "
+              "when the catalog lacks it), or path to a config.json.")
+@click.option("--hf-token-file", help="File holding a Hugging Face token, to read a gated --model repo from the Hub "
+                                      "(default: the HF_TOKEN environment variable).")
+@click.option("--max-model-len", type=int, help="Context every layout must hold (default: the model's maximum, at most 8192).")
+@click.option("--concurrency", type=int, help="Target: requests in flight at once, each up to --max-model-len "
+              "(default 32 when no --output-tokens-per-second is given).")
+@click.option("--output-tokens-per-second", type=float, help="Target: output tokens per second of the whole deployment.")
+@click.option("--region", default="us-east-1", show_default=True,
+              help="AWS region of the prices (the catalog holds us-east-1 on-demand prices).")
+@click.option("--capacity-type", type=click.Choice(["on-demand", "spot"]), default="on-demand", show_default=True)
+@click.option("--max-nodes-per-replica", type=int, help="Most machines one model copy may span (default 16).")
+@click.option("--top", type=int, default=5, show_default=True, help="Choices in the table (--json lists all).")
+@click.option("--json", "as_json", is_flag=True, help="Print every choice and every reason as one JSON object.")
+def recommend(model: str, hf_token_file: str | None, max_model_len: int | None, concurrency: int | None,
+              output_tokens_per_second: float | None, region: str, capacity_type: str,
+              max_nodes_per_replica: int | None, top: int, as_json: bool) -> None:
+    """Rank every catalog instance type and layout for a model by estimated cost per million
+    output tokens at a target; `bench analyze --plan` measures a deployment."""
+    from vllm_eks.recommend import instance_choice
+
+    r = instance_choice.recommend(model, max_model_len, concurrency, output_tokens_per_second, region,
+                                  capacity_type, max_nodes_per_replica, top,  # type: ignore[arg-type]
+                                  hf_token_file=hf_token_file)
+    if as_json:
+        click.echo(json.dumps(r.model_dump(), indent=2, allow_nan=False))
+        return
+    click.echo(instance_choice.header(r), nl=False)
+    if r.choices:
+        Console(width=150).print(instance_choice.table(r, top))
+    else:
+        click.echo("no instance type in the catalog has a priced layout for this model: see the reasons below")
+    if r.others:
+        click.echo("other instance types:\n" + instance_choice.others_text(r), nl=False)
+
+
+@main.command("check-fit")
+@click.argument("scenario_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--helm", help="helm binary to render with (default: $VLLM_EKS_HELM, else helm on PATH).")
+@quota_option
+def check_fit_command(scenario_dir: Path, helm: str | None, quotas: tuple[str, ...]) -> None:
+    """Check that every model-server pod of a `vllm-eks values` folder fits a GPU pool of the
+    same folder: labels, taints, GPUs, EFA, CPU, memory and the pools' limits; print the EC2 vCPU
+    quota figures of its plan.json and check them against --quota."""
+    from vllm_eks.catalog.ec2 import hardware_from_record
+    from vllm_eks.check.scheduling import check_fit, format_mismatches
+    from vllm_eks.planning.quota import summary as quota_summary
+    from vllm_eks.spec.plan import Plan
+
+    limits = parse_quotas(quotas)
+    plan_file = scenario_dir / "plan.json"
+    quota, outside = None, None
+    if plan_file.is_file():
+        try:
+            saved = Plan.from_summary(json.loads(plan_file.read_text()))
+            quota = saved.quota
+            # a node outside the catalog: the figures the plan sized it by
+            outside = hardware_from_record(saved.hardware) if saved.hardware else None
+        except (ValueError, KeyError, TypeError) as e:
+            _fail(f"{plan_file}: not a plan.json `vllm-eks values` writes ({type(e).__name__}: {str(e).splitlines()[0]})")
+    elif limits:
+        _fail(f"--quota: {plan_file} is missing, so there are no quota figures to check")
+    check_quotas(quota, limits)
+    mismatches = check_fit(scenario_dir, helm=helm, catalog={outside.name: outside} if outside else None)
+    if quota is not None:
+        click.echo(f"{scenario_dir}: EC2 vCPU quota, {quota_summary(quota)}; "
+                   f"{quota.quota_on_demand_bucket} or {quota.quota_spot_bucket}")
+    if mismatches:
+        click.echo(format_mismatches(mismatches), err=True)
+        sys.exit(1)
+    click.echo(f"{scenario_dir}: every model-server pod fits its GPU pool")
+
+
+@main.group()
+def catalog() -> None:
+    """List the built-in catalogs."""
+
+
+@catalog.command("models")
+@click.option("--json", "as_json", is_flag=True)
+def catalog_models(as_json: bool) -> None:
+    """Models known offline, with their architecture facts."""
+    from vllm_eks.catalog.models import resolve_model
+    from vllm_eks.model.weights import total_parameters
+
+    rows = []
+    for m in model_catalog().values():
+        a = resolve_model(m.id).architecture
+        rows.append({"id": m.id, "hf_repo": m.hf_repo, "layers": a.num_layers, "heads": a.num_attention_heads,
+                     "kv_heads": a.num_kv_heads, "attention": "MLA" if a.mla else ("GQA" if a.num_kv_heads < a.num_attention_heads else "MHA"),
+                     "moe": bool(a.moe), "sliding_window": a.has_sliding_window,
+                     "quantization": a.quantization.method if a.quantization else None,
+                     "parameters_b": round(total_parameters(a) / 1e9, 2), "max_position": a.max_position_embeddings})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    t = Table(title="vllm-eks model catalog")
+    for col in ("id", "hf_repo", "params (B)", "layers", "heads/kv", "attention", "moe", "sliding", "quant", "max pos"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["id"], r["hf_repo"], f"{r['parameters_b']}", str(r["layers"]), f"{r['heads']}/{r['kv_heads']}",
+                  r["attention"], "yes" if r["moe"] else "", "yes" if r["sliding_window"] else "",
+                  r["quantization"] or "", str(r["max_position"]))
+    Console(width=200).print(t)
+
+
+@catalog.command("instances")
+@click.option("--json", "as_json", is_flag=True)
+def catalog_instances(as_json: bool) -> None:
+    """GPU instance types: vCPUs, memory, GPUs, the memory CUDA reports, EFA, node allocatable
+    (Karpenter's formula) and the on-demand price with the date it was read."""
+    rows = [{"instance": h.name, "gpu": h.gpu, "gpus": h.gpus_per_node,
+             "cuda_gib_per_gpu": round(h.gpu_memory_bytes / GIB, 2), "interconnect": h.interconnect,
+             "efa_max": h.efa_max, "alloc_cpu_m": h.alloc_cpu_millicores,
+             "alloc_memory_gib": round(h.alloc_memory_bytes / GIB, 1), "usd_per_hour": h.usd_per_hour,
+             "vcpus": h.vcpu, "memory_gib": round(h.memory_mib / 1024, 1),
+             "gpu_memory_mib_ec2": h.gpu_memory_mib_ec2, "compute_capability":
+                 ".".join(map(str, h.compute_capability)) if h.compute_capability else None,
+             "max_pods": h.max_pods, "network_mbps": h.network_mbps, "local_nvme_gb": h.local_nvme_gb,
+             "price_date": h.price_date}
+            for h in instance_catalog().values()]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    t = Table(title=f"vllm-eks instance catalog ({len(rows)} types; prices: on-demand, us-east-1)")
+    for col in ("instance", "vCPUs", "mem GiB", "gpu", "GPUs", "GPU MiB (EC2)", "GiB/GPU (CUDA)", "interconnect",
+                "EFA", "alloc CPU", "alloc mem GiB", "$/h", "price date"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["instance"], str(r["vcpus"]), f"{r['memory_gib']:g}", r["gpu"], str(r["gpus"]),
+                  str(r["gpu_memory_mib_ec2"] or ""), f"{r['cuda_gib_per_gpu']:.2f}", r["interconnect"],
+                  str(r["efa_max"]), f"{r['alloc_cpu_m']}m", f"{r['alloc_memory_gib']}",
+                  f"{r['usd_per_hour']:.2f}" if r["usd_per_hour"] is not None else "n/a", r["price_date"] or "")
+    Console(width=220).print(t)
+
+
+from vllm_eks.cli.bench import bench  # noqa: E402  (the group lives with the bench modules)
+
+main.add_command(bench)
+
+
+if __name__ == "__main__":
+    main()

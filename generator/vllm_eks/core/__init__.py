@@ -1,0 +1,1 @@
+"""Shared vocabulary of every stage: errors, units, derivation lines, topology kinds, other projects' API names."""

@@ -1,0 +1,1 @@
+"""The per-GPU memory budget: weights, KV cache and vLLM's other allocations."""

@@ -1,0 +1,1 @@
+"""`vllm-eks recommend`: which instance type serves a model, ranked by cost."""

@@ -1,0 +1,1 @@
+"""Values of charts/vllm-inference, split by concern."""
