@@ -106,7 +106,7 @@ def test_bad_source_combinations_name_the_flags(kw: dict, needle: str) -> None:
     (MOUNTPOINT + ["--s3-mount-bucket", "models-bucket", "--s3-mount-prefix", "hub"], ("--s3-mount-prefix",)),
     (FSX + FSX_IDS + ["--model-mount-path", "/data"], ("--model-mount-path",)),
     (FSX + FSX_IDS + ["--fsx-throughput-per-tib", "300"], ("--fsx-throughput-per-tib",)),
-    (["--fsx-storage-tib", "0"], ("--fsx-storage-tib must be > 0",)),
+    (["--fsx-storage-tib", "0"], ("--fsx-storage-tib: Input should be greater than 0",)),
 ])
 def test_values_refuses_with_one_line_naming_the_flags(args: list[str], needles: tuple[str, ...], tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["values", *BASE, *args, "--out", str(tmp_path / "out")])

@@ -17,80 +17,17 @@ from rich.table import Table
 
 from vllm_eks.catalog.instances import instance_catalog
 from vllm_eks.catalog.models import model_catalog
+from vllm_eks.cli.options import model_kwargs, model_options
 from vllm_eks.core.errors import VllmEksError
 from vllm_eks.core.units import GIB
 from vllm_eks.output import report
 from vllm_eks.planning.planner import make_plan
 from vllm_eks.planning.quota import check_quotas, parse_quotas
 from vllm_eks.spec.request import PlanRequest
+from vllm_eks.values.options import ValuesOptions
 
-_PLAN_OPTIONS: list[Callable] = [
-    click.option("--model", required=True, help="Catalog id, Hugging Face repo id (ORG/NAME[@REVISION]: read from the Hub, or HF_ENDPOINT, when the catalog lacks it; cached, HF_HUB_OFFLINE=1 reads only the cache), or path to a config.json (or its folder)."),
-    click.option("--instance", help="EC2 instance type: from the catalog (`vllm-eks catalog instances`), else read from "
-                                    "EC2 and the Pricing API with your AWS credentials (needs vllm-eks[aws])."),
-    click.option("--gpu-memory-mib", type=int, help="Hardware outside the catalog: memory of one GPU in MiB (as nvidia-smi reports)."),
-    click.option("--gpus-per-node", type=int, help="Hardware outside the catalog: GPUs per machine."),
-    click.option("--hardware-name", help="Hardware outside the catalog: its EC2 instance type (the GPU pool's "
-                                         "instance type), e.g. p6-b200.48xlarge."),
-    click.option("--price-per-hour", type=float, help="Override the on-demand USD price of one node."),
-    click.option("--region", help="AWS region to read an --instance outside the catalog from (EC2 DescribeInstanceTypes "
-                                  "and its Pricing API location; default: AWS_REGION or the profile's region)."),
-    click.option("--vcpus", type=int, help="Custom hardware: vCPUs of one machine (sizes the pod's CPU and the EC2 vCPU quota)."),
-    click.option("--memory-gib", type=float, help="Custom hardware: memory of one machine in GiB (sizes the pod's memory)."),
-    click.option("--max-pods", type=int, help="Hardware outside the catalog: the node's kubelet maxPods (default: the ENI "
-                                              "limit of a type read from EC2; 110, kubelet's default, for custom hardware)."),
-    click.option("--dtype", type=click.Choice(["auto", "bfloat16", "float16"]), default="auto", show_default=True),
-    click.option("--quantization", type=click.Choice(["fp8", "awq", "gptq"]), help="Weight quantization (fp8 works on 16-bit checkpoints; awq/gptq need such a checkpoint)."),
-    click.option("--kv-cache-dtype", type=click.Choice(["auto", "fp8"]), default="auto", show_default=True),
-    click.option("--topology", type=click.Choice(["auto", "ray-serve", "disaggregated"]), default="auto", show_default=True,
-                 help="auto: single-node Deployment or multi-node LeaderWorkerSet as the model needs; ray-serve: KubeRay RayService; disaggregated: prefill/decode pools joined by NIXL over EFA."),
-    click.option("--prefill-replicas", type=int, help="Disaggregated: pin the prefill pool size."),
-    click.option("--decode-replicas", type=int, help="Disaggregated: pin the decode pool size."),
-    click.option("--tensor-parallel-size", type=int, help="Pin TP (GPUs per pod); must divide the attention heads."),
-    click.option("--pipeline-parallel-size", type=int, help="Pin PP (machines per model copy)."),
-    click.option("--max-nodes-per-replica", type=int,
-                 help="Most machines one model copy may span; 1 forbids multi-node (default: as many as it needs, up to 16)."),
-    click.option("--replicas", type=int, help="Pin the number of model copies."),
-    click.option("--target-concurrency", type=int, help="Requests to serve at once at max-model-len; sets replicas."),
-    click.option("--max-model-len", type=int, help="Pin the context length."),
-    click.option("--gpu-memory-utilization", type=float, help="Fraction of each GPU vLLM may use, in (0, 1]; default 0.90."),
-    click.option("--max-num-seqs", type=int, help="Pin the maximum number of running sequences."),
-    click.option("--max-num-batched-tokens", type=int, help="Pin the tokens per scheduler step."),
-    click.option("--block-size", type=int, help="KV cache block size in tokens (default: the one vLLM's attention backend for the model and GPU picks: 16, or 32/64 for MLA models on Blackwell / on Hopper with an FP8 KV cache; see explain)."),
-    click.option("--kv-cache-memory", "kv_cache_memory_gib", type=float, help="KV cache GiB per GPU, skipping the profile estimate (vLLM --kv-cache-memory-bytes)."),
-    click.option("--async-scheduling/--no-async-scheduling", default=True, show_default=True,
-                 help="vLLM's async scheduling (on by default on GPUs; vLLM's CPU platform turns it off). "
-                      "Sliding-window KV sizing depends on it."),
-    click.option("--load-bandwidth-mib-s", type=float, help="Weight download/load rate per pod for the start-up budgets "
-                 "(default: per --model-source-kind, see `explain` and docs/model-sources.md)."),
-    click.option("--model-source-kind", type=click.Choice(["huggingface", "s3", "pvc", "fsx", "mountpoint-s3"]), default=None,
-                 help="Where the weights come from (default: from --model-source: s3:// is s3, a path is pvc, else "
-                      "huggingface); fsx and mountpoint-s3 mount a path the chart's PersistentVolume provides."),
-    click.option("--fsx-throughput-per-tib", type=int, help="With --model-source-kind fsx: the file system's throughput "
-                 "tier in MB/s per TiB (Persistent-1 50/100/200, Persistent-2 125/250/500/1000, Scratch-2 200; default 250)."),
-    click.option("--fsx-storage-tib", type=float, help="With --model-source-kind fsx: the file system's storage in TiB "
-                 "(default 1.2); with the tier it gives the load bandwidth."),
-    click.option("--cache", type=click.Choice(["emptydir", "pvc", "instance-store"]), default="emptydir", show_default=True,
-                 help="Volume of the Hugging Face and vLLM compile caches: emptydir (lost with the pod), pvc (a ReadWriteMany "
-                      "claim kept across pod restarts: warm restarts), instance-store (the pool's NVMe RAID0; kept across "
-                      "container restarts). Sets the warm start-up budget; see docs/caching.md."),
-    click.option("--cache-read-mib-s", type=float,
-                 help="Read rate of the cache volume for the warm start-up budget (default: 125 for pvc, 1000 otherwise)."),
-    click.option("--stage", help="Render the staging Job that copies the model's Hugging Face repo once: s3://BUCKET/PREFIX "
-                 "(equal to --model-source), pvc (a claim the chart creates, sized from the weights) or pvc:CLAIM (an "
-                 "existing claim); with pvc, --model-source is the path the servers load the copy from."),
-    click.option("--stage-revision", help="With --stage: branch, tag or commit to copy (default: the commit a Hub model "
-                 "outside the catalog was sized at, else main)."),
-    click.option("--stage-bandwidth-mib-s", type=float,
-                 help="With --stage: download rate the Job's deadline assumes (default 200; see explain)."),
-    click.option("--daemonset-reserve-cpu", help="CPU kept on every GPU node for its DaemonSets (Kubernetes quantity, e.g. 2 or 1500m; default 2, see `explain`)."),
-    click.option("--daemonset-reserve-memory", help="Memory kept on every GPU node for its DaemonSets (Kubernetes quantity, e.g. 4Gi; default 4Gi)."),
-    click.option("--served-model-name", help="Name clients use (default: the Hugging Face repo id)."),
-    click.option("--model-source", help="What vLLM loads instead of the repo id: s3://bucket/prefix or a mounted path."),
-    click.option("--hf-token-file",
-                 help="File holding a Hugging Face token, to read a gated --model repo from the Hub (default: the "
-                      "HF_TOKEN environment variable)."),
-]
+# Every PlanRequest field is one flag of plan, explain and values (cli/options.py).
+plan_options = model_options(PlanRequest)
 
 
 def quota_option(f: Callable) -> Callable:
@@ -103,14 +40,16 @@ def quota_option(f: Callable) -> Callable:
              "figures are only reported.")(f)
 
 
-def plan_options(f: Callable) -> Callable:
-    for option in reversed(_PLAN_OPTIONS):
-        f = option(f)
-    return f
-
-
 def _request(kwargs: dict) -> PlanRequest:
-    return PlanRequest(**{k: v for k, v in kwargs.items() if k in PlanRequest.model_fields})
+    return PlanRequest(**model_kwargs(PlanRequest, kwargs))
+
+
+# ValuesOptions fields are flags of `values` only; --gateway NAME[/NAMESPACE] sets the two gateway
+# fields, and the model source kind is the Plan's. The routing flags follow --gateway.
+_ROUTING_FLAGS = ("alb_certificate_arn", "alb_scheme", "api_key_secret")
+values_options = model_options(ValuesOptions, exclude=("model_source_kind", "gateway_name", "gateway_namespace",
+                                                       *_ROUTING_FLAGS))
+values_routing_options = model_options(ValuesOptions, order=_ROUTING_FLAGS)
 
 
 from_benchmark_option = click.option(
@@ -217,45 +156,14 @@ def explain(**kwargs) -> None:
 @from_benchmark_option
 @click.option("--out", "out_dir", required=True, help="Folder to write the values files into (created if missing; "
               "files an earlier `vllm-eks values` wrote are replaced, any other file there is an error).")
-@click.option("--release", default="vllm", show_default=True, help="Helm release name of charts/vllm-inference.")
-@click.option("--namespace", default="llm", show_default=True, help="Namespace of the model server.")
-@click.option("--hf-token-secret", default="hf-token", show_default=True, help="Existing Secret with key HF_TOKEN ('' for none).")
-@click.option("--pvc-name", help="Existing PVC holding the weights (with --model-source-kind pvc).")
-@click.option("--model-mount-path", "--pvc-mount-path", "pvc_mount_path", default="/models", show_default=True,
-              help="Where the model's volume (--model-source-kind pvc, fsx, mountpoint-s3) is mounted; --model-source is a path under it.")
-@click.option("--fsx-file-system-id", help="With --model-source-kind fsx: the FSx for Lustre file system id (fs-...).")
-@click.option("--fsx-dns-name", help="With --model-source-kind fsx: the file system's DNS name.")
-@click.option("--fsx-mount-name", help="With --model-source-kind fsx: the file system's Lustre mount name.")
-@click.option("--s3-mount-bucket", help="With --model-source-kind mountpoint-s3: the bucket Mountpoint mounts.")
-@click.option("--s3-mount-prefix", help="With --model-source-kind mountpoint-s3: key prefix mounted as the volume's root (ends with /).")
-@click.option("--s3-mount-region", help="With --model-source-kind mountpoint-s3: the bucket's region (default: the driver's).")
-@click.option("--cache-pvc", help="With --cache pvc: an existing ReadWriteMany claim for the caches (default: the chart creates one).")
-@click.option("--cache-size", help="With --cache pvc: size of the claim the chart creates (default: the Plan's cache_volume_bytes).")
-@click.option("--cache-storage-class", help="With --cache pvc: StorageClass of the claim the chart creates, e.g. an EFS class "
-                                            "(default: the cluster's default).")
-@click.option("--iam-role-arn", help="IAM role for the model server's ServiceAccount (IRSA), e.g. to read an s3:// model.")
-@click.option("--cluster-name", default="my-cluster", show_default=True, help="EKS cluster name (Karpenter discovery tag).")
-@click.option("--capacity-type", "capacity_types", multiple=True, type=click.Choice(["on-demand", "spot", "reserved"]), help="Karpenter capacity types (repeatable; default on-demand).")
-@click.option("--ami-family", type=click.Choice(["al2023", "bottlerocket"]), default="al2023", show_default=True)
-@click.option("--zone", help="Availability zone to pin the GPU pool to (EFA groups are always single-AZ).")
-@click.option("--capacity-reservation-id", "capacity_reservation_ids", multiple=True, help="ODCR or Capacity Block id (repeatable).")
-@click.option("--placement-group", help="EC2 placement group for EFA pools: an id when it is pg- and 17 hex digits, otherwise a name.")
-@click.option("--prometheus-release-label", default="kube-prometheus-stack", show_default=True, help="`release` label the Prometheus operator selects monitors and rules by.")
-@click.option("--routing", type=click.Choice(["service", "gateway", "alb"]), default="service", show_default=True,
-              help="How requests reach the servers: the chart's Service; gateway: an InferencePool with the Gateway API "
-                   "Inference Extension's endpoint picker behind an existing Gateway (not on Ray topologies); alb: an "
-                   "ALB Ingress (AWS Load Balancer Controller) with the Plan's idle timeout.")
-@click.option("--gateway", help="With --routing gateway: the Gateway the HTTPRoute attaches to, NAME or NAME/NAMESPACE.")
-@click.option("--alb-certificate-arn", help="With --routing alb: ACM certificate ARN of the HTTPS listener.")
-@click.option("--alb-scheme", type=click.Choice(["internal", "internet-facing"]), default="internal", show_default=True,
-              help="With --routing alb: the load balancer's scheme.")
-@click.option("--api-key-secret", help="Existing Secret whose key api-key holds the API key vLLM requires on /v1 "
-                                       "(VLLM_API_KEY; not on Ray topologies).")
+@values_options
+@click.option("--gateway", help="With --routing gateway: the Gateway the HTTPRoute attaches to, NAME or "
+                                "NAME/NAMESPACE.")
+@values_routing_options
 @quota_option
 def values(out_dir: str, quotas: tuple[str, ...], **kwargs) -> None:
     """Write values for every chart, plan.json and a README into --out."""
     from vllm_eks.output.scenario_folder import write_scenario
-    from vllm_eks.values.options import ValuesOptions
     from vllm_eks.values.vllm_inference.routing_build import check_routing
 
     if not out_dir.strip():

@@ -25,10 +25,9 @@ from vllm_eks.model import attention
 from vllm_eks.model.architecture import DTYPE_BYTES, Architecture
 from vllm_eks.spec.engine_settings import EngineSettings, engine_settings
 from vllm_eks.spec.plan import EnginePlan, LayoutPlan, PhasePlan, ServeAutoscaling
-from vllm_eks.spec.request import PlanRequest
+from vllm_eks.spec.request import DEFAULT_MAX_NUM_SEQS, PlanRequest
 
 DEFAULT_UTILIZATION = 0.90
-DEFAULT_MAX_NUM_SEQS = 256       # vLLM's default for `vllm serve` on GPUs
 DEFAULT_BATCHED_TOKENS = 8192
 # A layout is "useful" when it serves this many requests of the required context at once;
 # below that a single GPU spends most of its memory on weights and queues everyone else.
@@ -94,46 +93,8 @@ def valid_tp(a: Architecture, tp: int) -> str | None:
     return a.state.tp_problem(tp) if a.state is not None else None
 
 
-# Smallest --kv-cache-memory taken: 1 MiB (anything smaller rounds to no cache at all).
-MIN_KV_PIN_GIB = 1 / 1024
-
-# Request fields that must be > 0 when given; the flag is the field's name with dashes.
-POSITIVE_PINS = ("tensor_parallel_size", "pipeline_parallel_size", "replicas", "target_concurrency", "max_model_len",
-                 "max_num_seqs", "max_num_batched_tokens", "block_size", "load_bandwidth_mib_s", "fsx_storage_tib", "prefill_replicas",
-                 "decode_replicas", "max_nodes_per_replica")
-
-
-def _check_request(req: PlanRequest) -> None:
-    for flag, value in ((f"--{name.replace('_', '-')}", getattr(req, name)) for name in POSITIVE_PINS):
-        if value is not None and value <= 0:
-            raise InvalidOptionError(f"{flag} must be > 0, got {value}")
-    if req.kv_cache_memory_gib is not None and req.kv_cache_memory_gib < MIN_KV_PIN_GIB:
-        raise InvalidOptionError(
-            f"--kv-cache-memory must be at least {MIN_KV_PIN_GIB:g} GiB (1 MiB), got {req.kv_cache_memory_gib:g}")
-    u = req.gpu_memory_utilization
-    if u is not None and not (0 < u <= 1):
-        raise InvalidOptionError(f"--gpu-memory-utilization must be in (0, 1], got {u}")
-    if req.block_size is not None and req.block_size & (req.block_size - 1):
-        raise InvalidOptionError(f"--block-size must be a power of two (e.g. 16, 32, 128), got {req.block_size}")
-    if req.replicas is not None and req.target_concurrency is not None:
-        raise InvalidOptionError("--replicas conflicts with --target-concurrency: give one of them")
-    if req.kv_cache_memory_gib is not None and req.gpu_memory_utilization is not None:
-        raise InvalidOptionError(
-            "--kv-cache-memory conflicts with --gpu-memory-utilization: a fixed KV budget skips the utilization-based profile")
-    if (req.pipeline_parallel_size and req.max_nodes_per_replica
-            and req.pipeline_parallel_size > req.max_nodes_per_replica):
-        raise InvalidOptionError(
-            f"--pipeline-parallel-size {req.pipeline_parallel_size} conflicts with --max-nodes-per-replica "
-            f"{req.max_nodes_per_replica}: each pipeline stage is one machine")
-    if (req.max_num_seqs and req.max_num_batched_tokens
-            and req.max_num_batched_tokens < req.max_num_seqs):
-        raise InvalidOptionError(
-            f"--max-num-batched-tokens ({req.max_num_batched_tokens}) must be >= --max-num-seqs ({req.max_num_seqs})")
-
-
 class Decisions:
     def __init__(self, req: PlanRequest):
-        _check_request(req)
         self.req = req
         self.model: ResolvedModel = resolve_model(req.model, req.hf_token_file)
         if self.model.hf_repo is None and not req.model_source:
@@ -168,9 +129,6 @@ class Decisions:
         self.required_len = req.max_model_len or min(self.a.max_position_embeddings, REQUIRED_CONTEXT)
         self.seqs0 = req.max_num_seqs or DEFAULT_MAX_NUM_SEQS
         self.batched = req.max_num_batched_tokens or max(DEFAULT_BATCHED_TOKENS, self.seqs0)
-        if self.batched < self.seqs0:
-            raise InvalidOptionError(
-                f"--max-num-batched-tokens ({self.batched}) must be >= max_num_seqs ({self.seqs0})")
 
     def budget(self, tp: int, pp: int, seqs: int | None = None) -> budget_mod.Budget:
         """The budget of layout TP x PP at `seqs` sequences (default: the starting max_num_seqs).

@@ -1,10 +1,13 @@
-"""What the user asks for: the inputs of the planner, one field per CLI flag."""
+"""What the user asks for: the inputs of the planner, one field per CLI flag (the flags are made
+from the fields)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from vllm_eks.core.errors import InvalidOptionError
 
 # An EC2 instance type as the API and Karpenter's node.kubernetes.io/instance-type label spell it:
 # family (letters, digits, an optional "-suffix" such as p6-b200) "." size.
@@ -14,89 +17,169 @@ MAX_MODEL_ARG = 4096
 MAX_RATE_MIB_S = 1024 * 1024
 
 
+# vLLM's `vllm serve` default on GPUs; a --max-num-batched-tokens is checked against it when
+# --max-num-seqs is not given (the planner starts from it).
+DEFAULT_MAX_NUM_SEQS = 256
+# Smallest --kv-cache-memory taken: 1 MiB (anything smaller rounds to no cache at all).
+MIN_KV_PIN_GIB = 1 / 1024
+ModelSourceKind = Literal["huggingface", "s3", "pvc", "fsx", "mountpoint-s3"]
+
+
+def _flag(name: str) -> dict:
+    """Field metadata for a flag spelled other than the field's name with dashes."""
+    return {"flag": name}
+
+
 class PlanRequest(BaseModel):
+    """The planner's inputs. Each field is one `vllm-eks plan/explain/values` flag: the CLI's
+    options are generated from these fields (cli/options.py), so the description is the help,
+    a Literal the choices, and a bound the check."""
+
     # NaN and infinity are not sizes, prices or rates: refused at the door, so no arithmetic
     # downstream can turn them into a NaN in a plan or a traceback.
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    model: str = Field(max_length=MAX_MODEL_ARG,
-                       description="Catalog id, Hugging Face repo id (org/name[@revision], read from the Hub when "
-                                   "the catalog lacks it), or path to config.json")
-    hf_token_file: str | None = Field(default=None, max_length=4096, description=(
-        "File holding a Hugging Face token for a gated --model repo (default: HF_TOKEN)"))
-    instance: str | None = Field(default=None, max_length=64, description="EC2 instance type from the catalog")
+    model: str = Field(max_length=MAX_MODEL_ARG, description=(
+        "Catalog id, Hugging Face repo id (ORG/NAME[@REVISION]: read from the Hub, or HF_ENDPOINT, when the "
+        "catalog lacks it; cached, HF_HUB_OFFLINE=1 reads only the cache), or path to a config.json (or its "
+        "folder)."))
+    instance: str | None = Field(default=None, max_length=64, description=(
+        "EC2 instance type: from the catalog (`vllm-eks catalog instances`), else read from EC2 and the Pricing "
+        "API with your AWS credentials (needs vllm-eks[aws])."))
     # hardware outside the catalog
-    gpu_memory_mib: int | None = None
-    gpus_per_node: int | None = None
+    gpu_memory_mib: int | None = Field(default=None, description=(
+        "Hardware outside the catalog: memory of one GPU in MiB (as nvidia-smi reports)."))
+    gpus_per_node: int | None = Field(default=None, description="Hardware outside the catalog: GPUs per machine.")
     hardware_name: str | None = Field(default=None, max_length=64, pattern=EC2_INSTANCE_TYPE, description=(
-        "EC2 instance type of hardware outside the catalog (the GPU pool's instance type), e.g. p6-b200.48xlarge"))
-    price_per_hour: float | None = Field(default=None, description="Override of the on-demand price")
-    # outside the catalog: EC2's region, and the shape of custom hardware (catalog/ec2.py)
+        "Hardware outside the catalog: its EC2 instance type (the GPU pool's instance type), e.g. "
+        "p6-b200.48xlarge."))
+    price_per_hour: float | None = Field(default=None, description="Override the on-demand USD price of one node.")
     region: str | None = Field(default=None, pattern=r"^[a-z]{2}(-[a-z]+)+-\d{1,2}$", description=(
-        "AWS region an --instance outside the catalog is read from (EC2 and its Pricing location)"))
-    vcpus: int | None = Field(default=None, gt=0, le=4096, description="vCPUs of custom hardware")
-    memory_gib: float | None = Field(default=None, gt=0, le=64 * 1024, description="Memory of custom hardware, GiB")
+        "AWS region to read an --instance outside the catalog from (EC2 DescribeInstanceTypes and its Pricing "
+        "API location; default: AWS_REGION or the profile's region)."))
+    vcpus: int | None = Field(default=None, gt=0, le=4096, description=(
+        "Custom hardware: vCPUs of one machine (sizes the pod's CPU and the EC2 vCPU quota)."))
+    memory_gib: float | None = Field(default=None, gt=0, le=64 * 1024, description=(
+        "Custom hardware: memory of one machine in GiB (sizes the pod's memory)."))
     max_pods: int | None = Field(default=None, ge=1, le=1024, description=(
-        "kubelet maxPods of hardware outside the catalog (default: ENI limit from EC2, else 110)"))
+        "Hardware outside the catalog: the node's kubelet maxPods (default: the ENI limit of a type read from "
+        "EC2; 110, kubelet's default, for custom hardware)."))
 
     # precision
     dtype: Literal["auto", "bfloat16", "float16"] = "auto"
-    quantization: Literal["fp8", "awq", "gptq"] | None = None
+    quantization: Literal["fp8", "awq", "gptq"] | None = Field(default=None, description=(
+        "Weight quantization (fp8 works on 16-bit checkpoints; awq/gptq need such a checkpoint)."))
     kv_cache_dtype: Literal["auto", "fp8"] = "auto"
 
-    topology: Literal["auto", "ray-serve", "disaggregated"] = Field(
-        default="auto", description="auto: single-node or multi-node as the model needs")
-    prefill_replicas: int | None = None
-    decode_replicas: int | None = None
+    topology: Literal["auto", "ray-serve", "disaggregated"] = Field(default="auto", description=(
+        "auto: single-node Deployment or multi-node LeaderWorkerSet as the model needs; ray-serve: KubeRay "
+        "RayService; disaggregated: prefill/decode pools joined by NIXL over EFA."))
+    prefill_replicas: int | None = Field(default=None, gt=0, description="Disaggregated: pin the prefill pool size.")
+    decode_replicas: int | None = Field(default=None, gt=0, description="Disaggregated: pin the decode pool size.")
 
     # pins of planner decisions
-    tensor_parallel_size: int | None = None
-    pipeline_parallel_size: int | None = None
-    replicas: int | None = None
-    target_concurrency: int | None = None
-    max_model_len: int | None = None
-    gpu_memory_utilization: float | None = None
-    max_num_seqs: int | None = None
-    max_num_batched_tokens: int | None = None
-    block_size: int | None = None
-    kv_cache_memory_gib: float | None = None
-    async_scheduling: bool = Field(
-        default=True, description="vLLM's async scheduling (its default on GPUs; its CPU platform turns it off)")
+    tensor_parallel_size: int | None = Field(default=None, gt=0, description=(
+        "Pin TP (GPUs per pod); must divide the attention heads."))
+    pipeline_parallel_size: int | None = Field(default=None, gt=0, description=(
+        "Pin PP (machines per model copy)."))
+    max_nodes_per_replica: int | None = Field(default=None, gt=0, description=(
+        "Most machines one model copy may span; 1 forbids multi-node (default: as many as it needs, up to 16)."))
+    replicas: int | None = Field(default=None, gt=0, description="Pin the number of model copies.")
+    target_concurrency: int | None = Field(default=None, gt=0, description=(
+        "Requests to serve at once at max-model-len; sets replicas."))
+    max_model_len: int | None = Field(default=None, gt=0, description="Pin the context length.")
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1, description=(
+        "Fraction of each GPU vLLM may use, in (0, 1]; default 0.90."))
+    max_num_seqs: int | None = Field(default=None, gt=0, description=(
+        "Pin the maximum number of running sequences."))
+    max_num_batched_tokens: int | None = Field(default=None, gt=0, description=(
+        "Pin the tokens per scheduler step."))
+    block_size: int | None = Field(default=None, gt=0, description=(
+        "KV cache block size in tokens (default: the one vLLM's attention backend for the model and GPU picks: "
+        "16, or 32/64 for MLA models on Blackwell / on Hopper with an FP8 KV cache; see explain)."))
+    kv_cache_memory_gib: float | None = Field(default=None, json_schema_extra=_flag("--kv-cache-memory"),
+                                              description=(
+        "KV cache GiB per GPU, skipping the profile estimate (vLLM --kv-cache-memory-bytes)."))
+    async_scheduling: bool = Field(default=True, description=(
+        "vLLM's async scheduling (on by default on GPUs; vLLM's CPU platform turns it off). Sliding-window KV "
+        "sizing depends on it."))
 
     # pod sizing inputs
     # Upper bounds: 1 TiB/s is far above any volume or network a node has (and 100 PiB of FSx
     # storage above any file system); past them the start-up arithmetic would leave float range.
     load_bandwidth_mib_s: float | None = Field(default=None, gt=0, le=MAX_RATE_MIB_S, description=(
-        "Weight load rate for the start-up budgets (default: per source, model_source.py)"))
-    model_source_kind: Literal["huggingface", "s3", "pvc", "fsx", "mountpoint-s3"] | None = Field(
-        default=None, description="Where the weights come from (default: from the form of model_source)")
+        "Weight download/load rate per pod for the start-up budgets (default: per --model-source-kind, see "
+        "`explain` and docs/model-sources.md)."))
+    model_source_kind: ModelSourceKind | None = Field(default=None, description=(
+        "Where the weights come from (default: from --model-source: s3:// is s3, a path is pvc, else "
+        "huggingface); fsx and mountpoint-s3 mount a path the chart's PersistentVolume provides."))
     fsx_throughput_per_tib: Literal[50, 100, 125, 200, 250, 500, 1000] | None = Field(default=None, description=(
-        "FSx for Lustre throughput tier in MB/s per TiB of storage (--model-source-kind fsx)"))
-    fsx_storage_tib: float | None = Field(default=None, le=10**5, description=(
-        "FSx for Lustre storage capacity in TiB (--model-source-kind fsx)"))
+        "With --model-source-kind fsx: the file system's throughput tier in MB/s per TiB (Persistent-1 "
+        "50/100/200, Persistent-2 125/250/500/1000, Scratch-2 200; default 250)."))
+    fsx_storage_tib: float | None = Field(default=None, gt=0, le=10**5, description=(
+        "With --model-source-kind fsx: the file system's storage in TiB (default 1.2); with the tier it gives "
+        "the load bandwidth."))
     cache: Literal["emptydir", "pvc", "instance-store"] = Field(default="emptydir", description=(
-        "Volume of the Hugging Face and vLLM compile caches: emptydir (lost with the pod), pvc (kept "
-        "across pod restarts), instance-store (the pool's NVMe RAID0, kept across container restarts)"))
+        "Volume of the Hugging Face and vLLM compile caches: emptydir (lost with the pod), pvc (a ReadWriteMany "
+        "claim kept across pod restarts: warm restarts), instance-store (the pool's NVMe RAID0; kept across "
+        "container restarts). Sets the warm start-up budget; see docs/caching.md."))
     cache_read_mib_s: float | None = Field(default=None, gt=0, le=MAX_RATE_MIB_S, description=(
-        "Read rate of the cache volume for the warm start-up budget (default: planning/pod_resources.py per --cache)"))
-    daemonset_reserve_cpu: str | None = Field(
-        default=None, description="CPU quantity kept on every GPU node for DaemonSets (default: planning/pod_resources.py)")
-    daemonset_reserve_memory: str | None = Field(
-        default=None, description="Memory quantity kept on every GPU node for DaemonSets (default: planning/pod_resources.py)")
-    max_nodes_per_replica: int | None = Field(default=None, description=(
-        "Most machines one model copy may span (pipeline stages); 1 forbids multi-node"))
+        "Read rate of the cache volume for the warm start-up budget (default: 125 for pvc, 1000 otherwise)."))
     stage: str | None = Field(default=None, max_length=1024, description=(
-        "Staging Job target: s3://BUCKET/PREFIX, pvc (a claim the chart creates) or pvc:CLAIM (staging.py)"))
+        "Render the staging Job that copies the model's Hugging Face repo once: s3://BUCKET/PREFIX (equal to "
+        "--model-source), pvc (a claim the chart creates, sized from the weights) or pvc:CLAIM (an existing "
+        "claim); with pvc, --model-source is the path the servers load the copy from."))
     stage_revision: str | None = Field(default=None, min_length=1, max_length=256, pattern=r"^[^\s]+$",
-                                description="Branch, tag or commit of the repo the staging Job copies (default main)")
+                                       description=(
+        "With --stage: branch, tag or commit to copy (default: the commit a Hub model outside the catalog was "
+        "sized at, else main)."))
     stage_bandwidth_mib_s: float | None = Field(default=None, gt=0, le=MAX_RATE_MIB_S, description=(
-        "Download rate of the staging Job for its deadline (default: staging.py)"))
-    served_model_name: str | None = Field(default=None, max_length=256)
-    model_source: str | None = Field(default=None, max_length=MAX_MODEL_ARG,
-                                     description="Override of what vLLM loads (s3://..., /models/...)")
+        "With --stage: download rate the Job's deadline assumes (default 200; see explain)."))
+    daemonset_reserve_cpu: str | None = Field(default=None, description=(
+        "CPU kept on every GPU node for its DaemonSets (Kubernetes quantity, e.g. 2 or 1500m; default 2, see "
+        "`explain`)."))
+    daemonset_reserve_memory: str | None = Field(default=None, description=(
+        "Memory kept on every GPU node for its DaemonSets (Kubernetes quantity, e.g. 4Gi; default 4Gi)."))
+    served_model_name: str | None = Field(default=None, max_length=256, description=(
+        "Name clients use (default: the Hugging Face repo id)."))
+    model_source: str | None = Field(default=None, max_length=MAX_MODEL_ARG, description=(
+        "What vLLM loads instead of the repo id: s3://bucket/prefix or a mounted path."))
+    hf_token_file: str | None = Field(default=None, max_length=4096, description=(
+        "File holding a Hugging Face token, to read a gated --model repo from the Hub (default: the HF_TOKEN "
+        "environment variable)."))
 
+    @field_validator("kv_cache_memory_gib")
+    @classmethod
+    def _kv_pin_holds_a_block(cls, v: float | None) -> float | None:
+        if v is not None and v < MIN_KV_PIN_GIB:
+            raise InvalidOptionError(f"--kv-cache-memory must be at least {MIN_KV_PIN_GIB:g} GiB (1 MiB), got {v:g}")
+        return v
 
-ModelSourceKind = Literal["huggingface", "s3", "pvc", "fsx", "mountpoint-s3"]
+    @field_validator("block_size")
+    @classmethod
+    def _block_is_a_power_of_two(cls, v: int | None) -> int | None:
+        if v is not None and v & (v - 1):
+            raise InvalidOptionError(f"--block-size must be a power of two (e.g. 16, 32, 128), got {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _flags_agree(self) -> PlanRequest:
+        """The rules between flags; each names both."""
+        if self.replicas is not None and self.target_concurrency is not None:
+            raise InvalidOptionError("--replicas conflicts with --target-concurrency: give one of them")
+        if self.kv_cache_memory_gib is not None and self.gpu_memory_utilization is not None:
+            raise InvalidOptionError("--kv-cache-memory conflicts with --gpu-memory-utilization: a fixed KV budget "
+                                     "skips the utilization-based profile")
+        if (self.pipeline_parallel_size and self.max_nodes_per_replica
+                and self.pipeline_parallel_size > self.max_nodes_per_replica):
+            raise InvalidOptionError(
+                f"--pipeline-parallel-size {self.pipeline_parallel_size} conflicts with --max-nodes-per-replica "
+                f"{self.max_nodes_per_replica}: each pipeline stage is one machine")
+        batched, seqs = self.max_num_batched_tokens, self.max_num_seqs
+        if batched is not None and batched < (seqs or DEFAULT_MAX_NUM_SEQS):
+            given = f"--max-num-seqs ({seqs})" if seqs else f"max_num_seqs ({DEFAULT_MAX_NUM_SEQS}, the default)"
+            raise InvalidOptionError(f"--max-num-batched-tokens ({batched}) must be >= {given}")
+        return self
 
 
 def model_source_kind(model_source: str | None) -> ModelSourceKind:

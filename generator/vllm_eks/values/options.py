@@ -26,63 +26,84 @@ RoutingMode = Literal["service", "gateway", "alb"]
 
 
 class ValuesOptions(BaseModel):
+    """Choices of `vllm-eks values` that are not sizing; each field is one of its flags
+    (cli/options.py makes them), the description its help."""
+
     model_config = ConfigDict(extra="forbid")
 
-    release: str = Field(default="vllm", pattern=DNS1123_LABEL, max_length=53,
-                         description="Helm release name of charts/vllm-inference (DNS-1123 label, at most 53 characters)")
-    namespace: str = Field(default="llm", pattern=DNS1123_LABEL, max_length=63,
-                           description="Namespace of the model server (DNS-1123 label)")
-    # model source
+    release: str = Field(default="vllm", pattern=DNS1123_LABEL, max_length=53, description=(
+        "Helm release name of charts/vllm-inference (DNS-1123 label, at most 53 characters)."))
+    namespace: str = Field(default="llm", pattern=DNS1123_LABEL, max_length=63, description=(
+        "Namespace of the model server (DNS-1123 label)."))
+    # model source: the kind is the Plan's (--model-source-kind, else the form of --model-source)
     model_source_kind: ModelSourceKind = "huggingface"
     hf_token_secret: str | None = Field(default="hf-token", pattern=DNS1123_SUBDOMAIN, max_length=253,
-                                        description="Existing Secret holding HF_TOKEN")
-    pvc_name: str | None = Field(default=None, pattern=DNS1123_SUBDOMAIN, max_length=253)
+                                        description="Existing Secret with key HF_TOKEN ('' for none).")
+    pvc_name: str | None = Field(default=None, pattern=DNS1123_SUBDOMAIN, max_length=253, description=(
+        "Existing PVC holding the weights (with --model-source-kind pvc)."))
     pvc_mount_path: str = Field(default="/models", pattern=r"^/[^:]*$", max_length=1024,
-                                description="Where the model's volume is mounted; the model source is a path under it")
-    fsx_file_system_id: str | None = Field(default=None, pattern=r"^fs-[0-9a-f]{8}([0-9a-f]{9})?$",
-                                           description="FSx for Lustre file system id (--model-source-kind fsx)")
+                                json_schema_extra={"flag": "--model-mount-path", "aliases": ["--pvc-mount-path"]},
+                                description=(
+        "Where the model's volume (--model-source-kind pvc, fsx, mountpoint-s3) is mounted; --model-source is a "
+        "path under it."))
+    fsx_file_system_id: str | None = Field(default=None, pattern=r"^fs-[0-9a-f]{8}([0-9a-f]{9})?$", description=(
+        "With --model-source-kind fsx: the FSx for Lustre file system id (fs-...)."))
     fsx_dns_name: str | None = Field(default=None, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253,
-                                     description="DNS name of the FSx for Lustre file system")
-    fsx_mount_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9]+$", max_length=64,
-                                       description="Lustre mount name of the FSx for Lustre file system")
-    s3_mount_bucket: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
-                                        description="Bucket Mountpoint for Amazon S3 mounts (--model-source-kind mountpoint-s3)")
-    s3_mount_prefix: str | None = Field(default=None, pattern=r"^[^\s]*/$", max_length=1024,
-                                        description="Key prefix mounted as the volume's root, ending with /")
-    s3_mount_region: str | None = Field(default=None, pattern=r"^[a-z]{2}(-[a-z]+)+-[0-9]+$",
-                                        description="Region of the mounted bucket")
+                                     description="With --model-source-kind fsx: the file system's DNS name.")
+    fsx_mount_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9]+$", max_length=64, description=(
+        "With --model-source-kind fsx: the file system's Lustre mount name."))
+    s3_mount_bucket: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", description=(
+        "With --model-source-kind mountpoint-s3: the bucket Mountpoint mounts."))
+    s3_mount_prefix: str | None = Field(default=None, pattern=r"^[^\s]*/$", max_length=1024, description=(
+        "With --model-source-kind mountpoint-s3: key prefix mounted as the volume's root (ends with /)."))
+    s3_mount_region: str | None = Field(default=None, pattern=r"^[a-z]{2}(-[a-z]+)+-[0-9]+$", description=(
+        "With --model-source-kind mountpoint-s3: the bucket's region (default: the driver's)."))
     # cache volume (charts/vllm-inference cache.*; --cache itself is a Plan flag)
     cache_pvc: str | None = Field(default=None, pattern=DNS1123_SUBDOMAIN, max_length=253, description=(
-        "Existing ReadWriteMany claim for the caches (--cache pvc)"))
+        "With --cache pvc: an existing ReadWriteMany claim for the caches (default: the chart creates one)."))
     cache_size: str | None = Field(default=None, pattern=QUANTITY_PATTERN, max_length=64, description=(
-        "Size of the cache claim the chart creates (--cache pvc; default: the Plan's cache_volume_bytes)"))
+        "With --cache pvc: size of the claim the chart creates (default: the Plan's cache_volume_bytes)."))
     cache_storage_class: str | None = Field(default=None, pattern=DNS1123_SUBDOMAIN, max_length=253, description=(
-        "StorageClass of the cache claim the chart creates (--cache pvc; default: the cluster's default)"))
+        "With --cache pvc: StorageClass of the claim the chart creates, e.g. an EFS class (default: the "
+        "cluster's default)."))
     iam_role_arn: str | None = Field(default=None, pattern=IAM_ROLE_ARN, description=(
-        "IAM role for the model server's ServiceAccount (IRSA annotation), e.g. to read an s3:// model"))
+        "IAM role for the model server's ServiceAccount (IRSA), e.g. to read an s3:// model."))
+    # cluster / capacity (charts/gpu-infra)
+    cluster_name: str = Field(default="my-cluster", pattern=EKS_CLUSTER_NAME, description=(
+        "EKS cluster name (Karpenter discovery tag)."))
+    capacity_types: list[Literal["on-demand", "spot", "reserved"]] = Field(
+        default_factory=lambda: ["on-demand"], json_schema_extra={"flag": "--capacity-type"},
+        description="Karpenter capacity types (repeatable; default on-demand).")
+    ami_family: Literal["al2023", "bottlerocket"] = "al2023"
+    zone: str | None = Field(default=None, pattern=AVAILABILITY_ZONE, max_length=64, description=(
+        "Availability zone to pin the GPU pool to (EFA groups are always single-AZ)."))
+    capacity_reservation_ids: list[ReservationId] = Field(
+        default_factory=list, json_schema_extra={"flag": "--capacity-reservation-id"},
+        description="ODCR or Capacity Block id (repeatable).")
+    # EC2 placement group names: up to 255 ASCII characters (an id is pg- and 17 hex digits)
+    placement_group: str | None = Field(default=None, pattern=r"^[\x21-\x7e]{1,255}$", description=(
+        "EC2 placement group for EFA pools: an id when it is pg- and 17 hex digits, otherwise a name."))
+    # observability
+    prometheus_release_label: str = Field(default="kube-prometheus-stack", pattern=LABEL_VALUE, max_length=63,
+                                          description=(
+        "`release` label the Prometheus operator selects monitors and rules by."))
     # routing (charts/vllm-inference routing.*, apiKey)
     routing: RoutingMode = Field(default="service", description=(
-        "How requests reach the servers: the chart's Service, a Gateway API Inference Extension InferencePool "
-        "behind an existing Gateway, or an ALB Ingress"))
+        "How requests reach the servers: the chart's Service; gateway: an InferencePool with the Gateway API "
+        "Inference Extension's endpoint picker behind an existing Gateway (not on Ray topologies); alb: an ALB "
+        "Ingress (AWS Load Balancer Controller) with the Plan's idle timeout."))
+    # set together by --gateway NAME[/NAMESPACE]
     gateway_name: str | None = Field(default=None, pattern=DNS1123_SUBDOMAIN, max_length=253,
                                      description="Gateway the HTTPRoute attaches to (routing gateway)")
     gateway_namespace: str | None = Field(default=None, pattern=DNS1123_LABEL, max_length=63,
                                           description="Namespace of that Gateway (default: the release namespace)")
     alb_certificate_arn: str | None = Field(default=None, pattern=ACM_CERTIFICATE_ARN, max_length=2048,
-                                            description="ACM certificate of the ALB's HTTPS listener (routing alb)")
-    alb_scheme: Literal["internal", "internet-facing"] = "internal"
+                                            description="With --routing alb: ACM certificate ARN of the HTTPS listener.")
+    alb_scheme: Literal["internal", "internet-facing"] = Field(default="internal", description=(
+        "With --routing alb: the load balancer's scheme."))
     api_key_secret: str | None = Field(default=None, pattern=DNS1123_SUBDOMAIN, max_length=253, description=(
-        "Existing Secret whose key api-key holds the API key vLLM checks (VLLM_API_KEY)"))
-    # cluster / capacity (charts/gpu-infra)
-    cluster_name: str = Field(default="my-cluster", pattern=EKS_CLUSTER_NAME)
-    capacity_types: list[Literal["on-demand", "spot", "reserved"]] = Field(default_factory=lambda: ["on-demand"])
-    ami_family: Literal["al2023", "bottlerocket"] = "al2023"
-    zone: str | None = Field(default=None, pattern=AVAILABILITY_ZONE, max_length=64)
-    capacity_reservation_ids: list[ReservationId] = Field(default_factory=list)
-    # EC2 placement group names: up to 255 ASCII characters (an id is pg- and 17 hex digits)
-    placement_group: str | None = Field(default=None, pattern=r"^[\x21-\x7e]{1,255}$")
-    # observability
-    prometheus_release_label: str = Field(default="kube-prometheus-stack", pattern=LABEL_VALUE, max_length=63)
+        "Existing Secret whose key api-key holds the API key vLLM requires on /v1 (VLLM_API_KEY; not on Ray "
+        "topologies)."))
 
 
 def efa_zone(efa_devices_per_pod: int, options: ValuesOptions) -> str:
