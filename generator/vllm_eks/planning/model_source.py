@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from vllm_eks.core.errors import InvalidOptionError
 from vllm_eks.core.topology import ON_RAY
 from vllm_eks.core.units import MIB
-from vllm_eks.spec.request import ModelSourceKind, PlanRequest, model_source_kind
+from vllm_eks.spec.model_source import ModelSourceKind
+from vllm_eks.spec.model_source import resolve_kind as resolve_source_kind
+from vllm_eks.spec.request import PlanRequest
 
 # Planning figures per source, MiB/s per pod. Each is a low, ordinary rate rather than a best
 # case: a budget built on too high a rate kills a pod that is still loading, one built on too
@@ -31,7 +33,6 @@ DEFAULT_LOAD_MIB_S: dict[str, tuple[int, str]] = {
 FSX_TIERS_MB_S_PER_TIB = (50, 100, 125, 200, 250, 500, 1000)
 DEFAULT_FSX_TIER_MB_S_PER_TIB = 250
 DEFAULT_FSX_STORAGE_TIB = 1.2
-VOLUME_KINDS: tuple[ModelSourceKind, ...] = ("pvc", "fsx", "mountpoint-s3")
 
 
 @dataclass(frozen=True)
@@ -47,17 +48,7 @@ class LoadSource:
 def resolve_kind(req: PlanRequest) -> ModelSourceKind:
     """--model-source-kind, else the form of --model-source; a kind and a source that disagree
     are an error naming both flags."""
-    inferred = model_source_kind(req.model_source)
-    kind = req.model_source_kind or inferred
-    source = req.model_source or ""
-    if kind == "s3" and not source.startswith("s3://"):
-        raise InvalidOptionError("--model-source-kind s3 needs --model-source s3://bucket/prefix")
-    if kind in VOLUME_KINDS and not source.startswith("/"):
-        raise InvalidOptionError(f"--model-source-kind {kind} needs --model-source with an absolute path on the "
-                                 "mounted volume, e.g. /models/org/name")
-    if kind == "huggingface" and inferred != "huggingface":
-        raise InvalidOptionError(f"--model-source {source}: a Hugging Face source takes a repo id; use "
-                                 f"--model-source-kind {inferred if inferred == 's3' else 'pvc, fsx or mountpoint-s3'}")
+    kind = resolve_source_kind(req.model_source_kind, req.model_source)
     fsx_flags = [f for f, v in (("--fsx-throughput-per-tib", req.fsx_throughput_per_tib),
                                 ("--fsx-storage-tib", req.fsx_storage_tib)) if v is not None]
     if fsx_flags and kind != "fsx":

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from vllm_eks.core.derivations import Derivation
 from vllm_eks.core.topology import ON_RAY, Topology
 from vllm_eks.spec.engine_settings import EngineSettings, serve_args
+from vllm_eks.spec.model_source import ModelSourceKind
 
 
 class Section(BaseModel):
@@ -98,7 +99,7 @@ class PodPlan(Section):
         description="Memory left on every GPU node for its DaemonSets before the pods share the rest")
     ephemeral_storage_bytes: int
     load_bandwidth_bytes_per_s: int
-    model_source_kind: Literal["huggingface", "s3", "pvc", "fsx", "mountpoint-s3"] = Field(
+    model_source_kind: ModelSourceKind = Field(
         "huggingface", description="Where the weights come from (--model-source-kind), which sets the load bandwidth")
     cache: Literal["emptydir", "pvc", "instance-store"] = Field(description=(
         "Volume of HOME, the Hugging Face cache and vLLM's compile caches (charts/vllm-inference cache.type)"))

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from vllm_eks.core.errors import InvalidOptionError
+from vllm_eks.spec.model_source import ModelSourceKind
 
 # An EC2 instance type as the API and Karpenter's node.kubernetes.io/instance-type label spell it:
 # family (letters, digits, an optional "-suffix" such as p6-b200) "." size.
@@ -22,7 +23,6 @@ MAX_RATE_MIB_S = 1024 * 1024
 DEFAULT_MAX_NUM_SEQS = 256
 # Smallest --kv-cache-memory taken: 1 MiB (anything smaller rounds to no cache at all).
 MIN_KV_PIN_GIB = 1 / 1024
-ModelSourceKind = Literal["huggingface", "s3", "pvc", "fsx", "mountpoint-s3"]
 
 
 def _flag(name: str) -> dict:
@@ -180,13 +180,3 @@ class PlanRequest(BaseModel):
             given = f"--max-num-seqs ({seqs})" if seqs else f"max_num_seqs ({DEFAULT_MAX_NUM_SEQS}, the default)"
             raise InvalidOptionError(f"--max-num-batched-tokens ({batched}) must be >= {given}")
         return self
-
-
-def model_source_kind(model_source: str | None) -> ModelSourceKind:
-    """Where the weights come from, by the form of --model-source: an s3:// URI is streamed
-    from S3, an absolute path is a mounted volume, anything else is a Hugging Face repo id
-    downloaded into the pod."""
-    source = model_source or ""
-    if source.startswith("s3://"):
-        return "s3"
-    return "pvc" if source.startswith("/") else "huggingface"

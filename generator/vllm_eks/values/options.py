@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from vllm_eks.core.errors import InvalidOptionError
-from vllm_eks.spec.request import ModelSourceKind
+from vllm_eks.spec.model_source import ModelSourceKind
 from vllm_eks.values.base import (
     ACM_CERTIFICATE_ARN,
     AVAILABILITY_ZONE,

@@ -16,6 +16,7 @@ from vllm_eks.core.errors import InvalidOptionError, VllmEksError
 from vllm_eks.core.topology import ON_RAY, Topology, keda_scales
 from vllm_eks.core.units import bytes_quantity, cpu_quantity
 from vllm_eks.spec.engine_settings import serve_flags
+from vllm_eks.spec.model_source import VOLUME_KINDS, resolve_kind
 from vllm_eks.spec.plan import Plan
 from vllm_eks.values.base import (
     DNS1123_LABEL,
@@ -705,16 +706,13 @@ class VllmInferenceValues(ValuesModel):
 def _model(plan: Plan, options: ValuesOptions) -> Model:
     source = plan.model_source
     kind = options.model_source_kind
-    if kind == "s3" and not source.startswith("s3://"):
-        raise VllmEksError(f"--model-source-kind s3 needs an s3:// model source, the Plan has {source!r}")
-    if kind != "s3" and source.startswith("s3://"):
-        raise VllmEksError(f"model source {source!r} is an s3:// URI: use --model-source-kind s3")
+    resolve_kind(kind, source)  # the kind/URI rule the planner applied, on a Plan read back
     if kind == "pvc" and plan.staging is not None and plan.staging.staging_target == "pvc":
         # the servers load the staged copy: the staging claim (--stage pvc[:CLAIM], --pvc-name)
         options = options.model_copy(update={"pvc_name": staging_pvc(plan, options).claim_name})
     _check_source_flags(kind, options)
     mount = options.pvc_mount_path.rstrip("/") or "/"
-    if kind in ("pvc", "fsx", "mountpoint-s3") and not (source == mount or source.startswith(mount + "/")):
+    if kind in VOLUME_KINDS and not (source == mount or source.startswith(mount + "/")):
         raise VllmEksError(f"model source {source!r} must be a path under the volume's mount path {mount!r} "
                            "(--model-mount-path)")
     pvc, fsx, s3 = Pvc(), Fsx(), MountpointS3()
