@@ -13,6 +13,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
+from tests.harness.paths import VALUES
 from vllm_eks.core import contract
 from vllm_eks.core.errors import VllmEksError
 from vllm_eks.core.units import GIB, bytes_quantity, cpu_quantity, parse_quantity
@@ -147,11 +148,17 @@ def test_builder_pvc_source() -> None:
 def test_builder_refuses_inconsistent_parallelism() -> None:
     with pytest.raises(VllmEksError, match="pipeline_parallel_size"):
         build_values(make_plan(pipeline_parallel_size=2, nodes_per_replica=2), ValuesOptions())
-    with pytest.raises(VllmEksError, match="gpus_per_pod"):
-        build_values(make_plan(gpus_per_pod=4), ValuesOptions())
-    with pytest.raises(VllmEksError, match="nodes_per_replica"):
-        build_values(make_plan(topology="multi-node", pipeline_parallel_size=2, nodes_per_replica=3),
-                     ValuesOptions())
+
+
+def test_a_plan_json_whose_derived_layout_disagrees_is_refused() -> None:
+    # gpus_per_pod and nodes_per_replica follow from TP and PP; a plan.json that says otherwise
+    # was edited by hand and is refused when read, naming the key.
+    summary = json.loads((VALUES / "llama-3.1-405b-p5-48xlarge-lws" / "plan.json").read_text())
+    assert Plan.from_summary(summary).layout.gpus_per_pod == summary["gpus_per_pod"] == 8
+    with pytest.raises(ValueError, match="gpus_per_pod is 4, but the plan's other fields give 8"):
+        Plan.from_summary({**summary, "gpus_per_pod": 4})
+    with pytest.raises(ValueError, match="nodes_per_replica is 3, but the plan's other fields give 2"):
+        Plan.from_summary({**summary, "nodes_per_replica": 3})
 
 
 def test_builder_registered_and_output_matches_schema() -> None:

@@ -407,8 +407,8 @@ class Decisions:
         d.add("tensor_parallel_size / pipeline_parallel_size", f"TP={tp} x PP={pp}", layout_why, LAYOUT_RULE)
         replicas, why = self.choose_replicas(max_concurrency, tp, pp)
         d.add("replicas", str(replicas), why)
-        return LayoutPlan(tensor_parallel_size=tp, pipeline_parallel_size=pp, nodes_per_replica=pp,
-                          gpus_per_pod=tp, replicas=replicas, derivations=d.items)
+        return LayoutPlan(tensor_parallel_size=tp, pipeline_parallel_size=pp, replicas=replicas,
+                          derivations=d.items)
 
     def engine_plan(self, max_model_len: int, max_num_seqs: int, seqs_why: str, tp: int = 1) -> EnginePlan:
         d = Derivations()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from vllm_eks.core.derivations import Derivation
 from vllm_eks.core.topology import ON_RAY, Topology
@@ -45,9 +45,19 @@ class LayoutPlan(Section):
 
     tensor_parallel_size: int
     pipeline_parallel_size: int
-    nodes_per_replica: int
-    gpus_per_pod: int
     replicas: int
+
+    # Derived, not chosen: one pod holds one tensor-parallel group and runs one pipeline stage on
+    # its own machine. Kept in plan.json under their names for the scripts that read them.
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def nodes_per_replica(self) -> int:
+        return self.pipeline_parallel_size
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def gpus_per_pod(self) -> int:
+        return self.tensor_parallel_size
 
 
 class MemoryPlan(Section):
@@ -328,6 +338,10 @@ class Plan(BaseModel):
             if name == "engine":
                 fields["settings"] = summary["engine_settings"]
             top[name] = section(**fields)
+            for key in section.model_computed_fields:
+                if key in summary and summary[key] != getattr(top[name], key):
+                    raise ValueError(f"{key} is {summary[key]!r}, but the plan's other fields give "
+                                     f"{getattr(top[name], key)!r}: it is derived, not set")
         if summary.get("serve_autoscaling"):
             top["serve_autoscaling"] = ServeAutoscaling(**summary["serve_autoscaling"])
         if summary.get("measured"):

@@ -766,12 +766,6 @@ TOPOLOGY_SECTIONS: dict[str, frozenset[str]] = {
 
 def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
     """Values for charts/vllm-inference from a Plan of any topology."""
-    if plan.layout.gpus_per_pod != plan.layout.tensor_parallel_size:
-        raise VllmEksError(f"plan.layout.gpus_per_pod {plan.layout.gpus_per_pod} != tensor_parallel_size "
-                           f"{plan.layout.tensor_parallel_size}: one pod holds one tensor-parallel group")
-    if plan.layout.nodes_per_replica != plan.layout.pipeline_parallel_size:
-        raise VllmEksError(f"plan.layout.nodes_per_replica {plan.layout.nodes_per_replica} != pipeline_parallel_size "
-                           f"{plan.layout.pipeline_parallel_size}: one pod per pipeline stage")
     if plan.topology != "multi-node" and plan.layout.pipeline_parallel_size != 1:
         raise VllmEksError(f"{plan.topology} plans have pipeline_parallel_size 1, got "
                            f"{plan.layout.pipeline_parallel_size}")
