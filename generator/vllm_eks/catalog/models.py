@@ -98,7 +98,8 @@ def _resolve_catalog(mid: str) -> ResolvedModel:
 
 def _resolve(name: str, hf_token_file: str | None = None) -> ResolvedModel:
     if not name or not name.strip():
-        raise UnknownModelError("--model is empty: give a catalog id, a known Hugging Face repo id or a config.json path")
+        raise UnknownModelError(
+            "--model is empty: give a catalog id, a known Hugging Face repo id or a config.json path")
     entry = _lookup(name)
     if entry is not None:
         return ResolvedModel(entry.id, entry.hf_repo, parse_config(entry.config, f"catalog model {entry.id}"), entry)

@@ -132,11 +132,11 @@ def layout(a: Architecture, tp: int, layers: range, kv_dtype_bytes: int, state_d
     windows: list[Kind] = [a.layer_windows[i] if a.layer_windows else None for i in layers]
     if a.layer_chunks:
         windows = [Chunk(a.layer_chunks[i]) if a.layer_chunks[i] is not None else w
-                   for i, w in zip(layers, windows)]
+                   for i, w in zip(layers, windows, strict=True)]
     state_layers, state_bytes = 0, 0
     if a.state is not None:
         kind = State(a.state.blocks_per_request)
-        windows = [kind if a.state.layers[i] else w for i, w in zip(layers, windows)]
+        windows = [kind if a.state.layers[i] else w for i, w in zip(layers, windows, strict=True)]
         state_layers = sum(a.state.layers[i] for i in layers)
         state_bytes = a.state.state_bytes(tp, state_dtype_bytes)
     by_kind: dict[Kind, int] = {}

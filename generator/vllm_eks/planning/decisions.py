@@ -99,8 +99,8 @@ MIN_KV_PIN_GIB = 1 / 1024
 
 # Request fields that must be > 0 when given; the flag is the field's name with dashes.
 POSITIVE_PINS = ("tensor_parallel_size", "pipeline_parallel_size", "replicas", "target_concurrency", "max_model_len",
-                 "max_num_seqs", "max_num_batched_tokens", "block_size", "load_bandwidth_mib_s", "fsx_storage_tib", "prefill_replicas",
-                 "decode_replicas", "max_nodes_per_replica")
+                 "max_num_seqs", "max_num_batched_tokens", "block_size", "load_bandwidth_mib_s", "fsx_storage_tib",
+                 "prefill_replicas", "decode_replicas", "max_nodes_per_replica")
 
 
 def _check_request(req: PlanRequest) -> None:
@@ -119,7 +119,8 @@ def _check_request(req: PlanRequest) -> None:
         raise InvalidOptionError("--replicas conflicts with --target-concurrency: give one of them")
     if req.kv_cache_memory_gib is not None and req.gpu_memory_utilization is not None:
         raise InvalidOptionError(
-            "--kv-cache-memory conflicts with --gpu-memory-utilization: a fixed KV budget skips the utilization-based profile")
+            "--kv-cache-memory conflicts with --gpu-memory-utilization: "
+            "a fixed KV budget skips the utilization-based profile")
     if (req.pipeline_parallel_size and req.max_nodes_per_replica
             and req.pipeline_parallel_size > req.max_nodes_per_replica):
         raise InvalidOptionError(
@@ -234,8 +235,8 @@ class Decisions:
             self.require_fit(tp, pp_pin, pinned=True)
             return tp, pp_pin, f"PP pinned to {pp_pin}; TP = {tp}, the GPUs of one machine"
         if self.fits(1, 1, USEFUL_CONCURRENCY):
-            return 1, 1, (f"weights plus KV for {USEFUL_CONCURRENCY} requests of {self.required_len} tokens fit one GPU: "
-                          "TP=1, scale with replicas")
+            return 1, 1, (f"weights plus KV for {USEFUL_CONCURRENCY} requests of {self.required_len} tokens "
+                          "fit one GPU: TP=1, scale with replicas")
         tp = self.node_tp()
         if self.fits(tp, 1, 1):
             return tp, 1, (f"does not fit one GPU usefully but fits one {self.hw.name}: TP = {tp} "
@@ -378,7 +379,8 @@ class Decisions:
             need = w.weights + self.required_len * per_token
             short = need - usable
             what += (f"weights need {gib(w.weights)} per GPU plus {gib(self.required_len * per_token)} KV for one "
-                     f"{self.required_len}-token request, but {gib(usable)} of each {gib(self.hw.gpu_memory_bytes)} GPU "
+                     f"{self.required_len}-token request, but {gib(usable)} of each "
+                     f"{gib(self.hw.gpu_memory_bytes)} GPU "
                      f"is usable at gpu-memory-utilization {self.util} (short by {gib(short)} per GPU, "
                      f"{gib(short * tp * pp)} per replica)")
         else:
@@ -458,7 +460,8 @@ class Decisions:
         d.add("block_size", str(block), self.block_rule.why + self._hybrid_block_why(tp, block), attention.SOURCE)
         d.add("max_num_seqs", str(max_num_seqs), seqs_why)
         d.add("max_num_batched_tokens", str(self.batched), "pinned" if self.req.max_num_batched_tokens else
-              f"{DEFAULT_BATCHED_TOKENS} with chunked prefill: long prompts are split, so it need not reach max_model_len")
+              f"{DEFAULT_BATCHED_TOKENS} with chunked prefill: long prompts are split, "
+              "so it need not reach max_model_len")
         settings = engine_settings(
             dtype=self.p.dtype, max_model_len=max_model_len, gpu_memory_utilization=self.util,
             kv_cache_memory_bytes=self.kv_pin, max_num_seqs=max_num_seqs, max_num_batched_tokens=self.batched,

@@ -65,12 +65,14 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
     if req.cache == "instance-store" and pool.instance_store_policy != "RAID0":
         raise InvalidOptionError(
             f"--cache instance-store needs a GPU pool whose instance-store NVMe is a RAID0 array holding kubelet "
-            f"storage, and the {dec.hw.name} pool ({'--hardware-name' if req.hardware_name else '--instance'}) has none ({_no_raid0_reason(dec.hw.local_nvme_gb)}): "
+            f"storage, and the {dec.hw.name} pool ({'--hardware-name' if req.hardware_name else '--instance'}) "
+            f"has none ({_no_raid0_reason(dec.hw.local_nvme_gb)}): "
             "use --cache pvc or --cache emptydir")
     slo = default_slos(dec.a, dec.hw, tp, pp, b.weights_total, max_len)
     staging = None
     if req.stage is None:
-        given = [f for f, v in (("--stage-revision", req.stage_revision), ("--stage-bandwidth-mib-s", req.stage_bandwidth_mib_s))
+        given = [f for f, v in (("--stage-revision", req.stage_revision),
+                                ("--stage-bandwidth-mib-s", req.stage_bandwidth_mib_s))
                  if v is not None]
         if given:
             raise InvalidOptionError(f"{', '.join(given)}: only with --stage")

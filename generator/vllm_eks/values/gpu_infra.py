@@ -103,7 +103,8 @@ class DcgmService(ValuesModel):
 
 
 class DcgmExporter(DaemonSetValues):
-    service: DcgmService = Field(default_factory=DcgmService, description="ClusterIP Service in front of the exporter pods")
+    service: DcgmService = Field(default_factory=DcgmService,
+                                 description="ClusterIP Service in front of the exporter pods")
 
 
 class Discovery(ValuesModel):
@@ -163,7 +164,8 @@ class PlacementGroup(ValuesModel):
 
 
 class Budget(ValuesModel):
-    nodes: str = Field(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$", description="Nodes (count or percent) that may be disrupted at once")
+    nodes: str = Field(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$",
+                       description="Nodes (count or percent) that may be disrupted at once")
     reasons: list[Literal["Underutilized", "Empty", "Drifted"]] | None = Field(
         default=None, description="Disruption reasons this budget applies to; unset = all")
     schedule: str | None = Field(default=None, description="Cron schedule when the budget starts (with duration)")
@@ -276,7 +278,8 @@ class GpuInfraValues(ValuesModel):
     # The EC2NodeClass alias family@version is at most 30 characters (bottlerocket@ leaves 17).
     ami_version: str = Field(pattern=AMI_VERSION, max_length=17,
                              description="Pinned AMI release for the alias family@version")
-    allow_latest_ami: bool = Field(default=False, description="Permit amiVersion latest (drifts every node on each release)")
+    allow_latest_ami: bool = Field(default=False,
+                                   description="Permit amiVersion latest (drifts every node on each release)")
     node_role: str = Field(default="", pattern=r"^([A-Za-z0-9+=,.@_-]{1,64})?$", description=(
         "IAM role name of the nodes (EC2NodeClass spec.role); empty: KarpenterNodeRole-<clusterName>"))
     discovery: Discovery = Field(description="Tag that selects subnets and security groups")
@@ -311,7 +314,8 @@ class GpuInfraValues(ValuesModel):
             resources=Resources(requests=_requests(DCGM_EXPORTER),
                                 limits=ResourceQuantities(cpu="500m", memory="1Gi"))),
         description="DCGM exporter: GPU metrics")
-    network_policy: NetworkPolicy = Field(default_factory=NetworkPolicy, description="NetworkPolicies of the DaemonSets")
+    network_policy: NetworkPolicy = Field(default_factory=NetworkPolicy,
+                                          description="NetworkPolicies of the DaemonSets")
 
     @field_validator("ec2_tags")
     @classmethod

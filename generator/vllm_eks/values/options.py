@@ -29,7 +29,8 @@ class ValuesOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     release: str = Field(default="vllm", pattern=DNS1123_LABEL, max_length=53,
-                         description="Helm release name of charts/vllm-inference (DNS-1123 label, at most 53 characters)")
+                         description="Helm release name of charts/vllm-inference "
+                                     "(DNS-1123 label, at most 53 characters)")
     namespace: str = Field(default="llm", pattern=DNS1123_LABEL, max_length=63,
                            description="Namespace of the model server (DNS-1123 label)")
     # model source
@@ -46,7 +47,8 @@ class ValuesOptions(BaseModel):
     fsx_mount_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9]+$", max_length=64,
                                        description="Lustre mount name of the FSx for Lustre file system")
     s3_mount_bucket: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
-                                        description="Bucket Mountpoint for Amazon S3 mounts (--model-source-kind mountpoint-s3)")
+                                        description="Bucket Mountpoint for Amazon S3 mounts "
+                                                    "(--model-source-kind mountpoint-s3)")
     s3_mount_prefix: str | None = Field(default=None, pattern=r"^[^\s]*/$", max_length=1024,
                                         description="Key prefix mounted as the volume's root, ending with /")
     s3_mount_region: str | None = Field(default=None, pattern=r"^[a-z]{2}(-[a-z]+)+-[0-9]+$",
