@@ -160,7 +160,8 @@ def ec2_over_smi_mib() -> int:
     """The largest amount by which EC2's per-GPU MiB exceeds nvidia-smi's total among catalogued
     GPUs (T4: 16384 vs 15360): subtracted from EC2's figure of a GPU the catalog does not
     know, so the derived total errs low."""
-    return max([0, *(h.gpu_memory_mib_ec2 - h.gpu_memory_mib_nvidia_smi for h in _catalog())])
+    return max([0, *(h.gpu_memory_mib_ec2 - h.gpu_memory_mib_nvidia_smi for h in _catalog()
+                     if h.gpu_memory_mib_ec2)])
 
 
 def gpu_memory(gpu: str, ec2_mib: int) -> tuple[int, int, str, bool]:

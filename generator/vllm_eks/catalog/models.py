@@ -86,8 +86,9 @@ def _looks_like_path(name: str) -> bool:
 
 
 def resolve_model(name: str, hf_token_file: str | None = None) -> ResolvedModel:
-    if name and _lookup(name) is not None:
-        return _resolve_catalog(_lookup(name).id)
+    entry = _lookup(name) if name else None
+    if entry is not None:
+        return _resolve_catalog(entry.id)
     return _resolve(name, hf_token_file)
 
 

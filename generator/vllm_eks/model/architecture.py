@@ -535,7 +535,8 @@ def parse_config(cfg: Any, name: str) -> Architecture:
         intermediate = _get(cfg, "intermediate_size", where)
     model_type = (_get(cfg, "model_type", where, kind=str, required=False, default=None)
                   or _get(top, "model_type", where, kind=str, required=False, default=None) or "unknown")
-    top_type = top.get("model_type") if isinstance(top.get("model_type"), str) else model_type
+    top_model_type = top.get("model_type")
+    top_type = top_model_type if isinstance(top_model_type, str) else model_type
     ties = _get(top, "tie_word_embeddings", where, kind=bool, required=False, default=None)
     if ties is None:
         ties = _get(cfg, "tie_word_embeddings", where, kind=bool, required=False, default=_ties_by_default(top_type))

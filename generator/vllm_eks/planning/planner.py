@@ -45,10 +45,10 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
     topology = req.topology if req.topology != "auto" else ("multi-node" if pp > 1 else "single-node")
     source = dec.model_source
     revision = hub.sha if hub is not None else None
-    if revision is not None and source == hub.repo:
+    if hub is not None and source == hub.repo:
         # the servers download the commit that was sized, not whatever main is when a pod starts
         # (vllm serve --revision; Ray Serve LLM passes engine_kwargs to the same EngineArgs field)
-        engine.settings["revision"] = revision
+        engine.settings["revision"] = hub.sha
     pod = size_pod(dec.hw, tp, tp, pp > 1 or topology == "disaggregated", b.weights_total, pp,
                    load=load_source(req, topology),
                    reserve=(req.daemonset_reserve_cpu, req.daemonset_reserve_memory), cache=req.cache,

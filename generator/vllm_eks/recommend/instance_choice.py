@@ -188,7 +188,7 @@ def step_seconds(a: Architecture, lay: _Layout, batch: float, max_model_len: int
     """Seconds of one decode step of `batch` sequences of model `a` on one replica (module
     docstring); None without the GPU's datasheet figures."""
     weights_step = decode_step(a, lay.hw, lay.tp, lay.pp, lay.weights_total)
-    if weights_step is None or not lay.hw.bf16_tflops:
+    if weights_step is None or not lay.hw.memory_bandwidth or not lay.hw.bf16_tflops:
         return None
     bandwidth = lay.hw.memory_bandwidth * DECODE_MBU
     kv = lay.pp * batch * (max_model_len / 2) * lay.kv_bytes_per_token_per_gpu / bandwidth

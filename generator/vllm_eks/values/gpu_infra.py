@@ -23,10 +23,12 @@ from vllm_eks.values.base import (
     DNS1123_SUBDOMAIN,
     EKS_CLUSTER_NAME,
     IMAGE_TAG,
+    CapacityType,
     Int32,
     LabelMap,
     Quantity,
     ValuesModel,
+    on_demand,
 )
 from vllm_eks.values.options import ValuesOptions, efa_zone
 
@@ -190,8 +192,8 @@ class Disruption(ValuesModel):
 class PoolDefaults(ValuesModel):
     """Settings every pool inherits unless the pool sets the key itself (maps merge key by key)."""
 
-    capacity_types: list[Literal["on-demand", "spot", "reserved"]] = Field(
-        default_factory=lambda: ["on-demand"], min_length=1, description="Karpenter capacity types")
+    capacity_types: list[CapacityType] = Field(
+        default_factory=on_demand, min_length=1, description="Karpenter capacity types")
     zones: list[Zone] = Field(default_factory=list, description="Availability zones; one zone required on EFA pools")
     efa: bool = Field(default=False, description="Pool serves pods that request EFA interfaces")
     weight: int = Field(default=10, ge=1, le=100, description="NodePool weight (higher is tried first)")
@@ -235,7 +237,7 @@ class Pool(ValuesModel):
                                    "(`vllm-eks values` writes `<namespace>-<release>-<instance type>`)"))
     instance_types: list[InstanceType] = Field(min_length=1, description="EC2 instance types of the pool")
     gpu_limit: Int32 = Field(ge=1, description="NodePool limit on nvidia.com/gpu (GPUs of all its nodes)")
-    capacity_types: list[Literal["on-demand", "spot", "reserved"]] | None = Field(
+    capacity_types: list[CapacityType] | None = Field(
         default=None, min_length=1, description="Karpenter capacity types")
     zones: list[Zone] | None = Field(default=None, description="Availability zones; exactly one on EFA pools")
     efa: bool | None = Field(default=None, description="Pool serves pods that request EFA interfaces")

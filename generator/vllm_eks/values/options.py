@@ -19,6 +19,8 @@ from vllm_eks.values.base import (
     IAM_ROLE_ARN,
     LABEL_VALUE,
     QUANTITY_PATTERN,
+    CapacityType,
+    on_demand,
 )
 
 ReservationId = Annotated[str, Field(pattern=CAPACITY_RESERVATION_ID, max_length=64)]
@@ -77,7 +79,7 @@ class ValuesOptions(BaseModel):
         "Existing Secret whose key api-key holds the API key vLLM checks (VLLM_API_KEY)"))
     # cluster / capacity (charts/gpu-infra)
     cluster_name: str = Field(default="my-cluster", pattern=EKS_CLUSTER_NAME)
-    capacity_types: list[Literal["on-demand", "spot", "reserved"]] = Field(default_factory=lambda: ["on-demand"])
+    capacity_types: list[CapacityType] = Field(default_factory=on_demand)
     ami_family: Literal["al2023", "bottlerocket"] = "al2023"
     zone: str | None = Field(default=None, pattern=AVAILABILITY_ZONE, max_length=64)
     capacity_reservation_ids: list[ReservationId] = Field(default_factory=list)
