@@ -61,20 +61,23 @@ setup: $(SETUP_TARGETS) ## install the venv and the pinned tools (.venv, .tools)
 # while the unit and render tiers run: those keep about one of two cores busy, so on a new
 # machine the builds use the other instead of waiting their turn. The cluster, engine and kind
 # tiers then run once it is done (never beside a build: their timings must see a quiet machine).
+# `make lint` (mk/lint.mk) runs first, beside the background set-up; a finding fails `make test`
+# at the end, after every tier has run.
 LATE_TIERS := cluster or engine or kind or aws
 SETUP_LOG := $(TOOLS)/logs/test-setup.log
 
-test: setup ## set up everything and run every test tier (set-up of the late tiers overlaps the early ones)
+test: setup ## set up everything, run `make lint` and every test tier (late tiers' set-up overlaps the early ones)
 	@mkdir -p $(dir $(SETUP_LOG))
 	@echo ">>> make $(TEST_SETUP_TARGETS) in the background (log: $(SETUP_LOG)); unit and render tiers now"
 	@( $(MAKE) --no-print-directory $(TEST_SETUP_TARGETS) > $(SETUP_LOG) 2>&1; echo $$? > $(SETUP_LOG).rc ) & \
+	lint=0; $(MAKE) --no-print-directory lint || lint=$$?; \
 	early=0; $(BIN)/pytest -m "not ($(LATE_TIERS))" || early=$$?; \
 	wait; setup_rc=$$(cat $(SETUP_LOG).rc); \
 	echo ">>> background set-up (make $(TEST_SETUP_TARGETS)) exited $$setup_rc:"; cat $(SETUP_LOG); \
 	if [ "$$setup_rc" != 0 ]; then echo "error: make $(TEST_SETUP_TARGETS) failed; the $(LATE_TIERS) tiers cannot run" >&2; exit 1; fi; \
 	late=0; $(BIN)/pytest -m "$(LATE_TIERS)" || late=$$?; \
-	echo ">>> unit and render tiers: pytest exit $$early; $(LATE_TIERS) tiers: pytest exit $$late"; \
-	[ $$early -eq 0 ] && [ $$late -eq 0 ]
+	echo ">>> lint: make exit $$lint; unit and render tiers: pytest exit $$early; $(LATE_TIERS) tiers: pytest exit $$late"; \
+	[ $$lint -eq 0 ] && [ $$early -eq 0 ] && [ $$late -eq 0 ]
 
 test-unit: venv ## only the unit tier: generator and harness tests that need no tools (under a minute)
 	$(BIN)/pytest $(TEST_ARGS_unit)

@@ -1,6 +1,6 @@
 # Cluster tier (tests/cluster, marker `cluster`): a real kube-apiserver, kube-controller-manager,
 # kube-scheduler and etcd with kwok's simulated GPU nodes, all built from their Go modules at the
-# pins in tools/cluster/versions.env (see docs/cluster-tier.md).
+# pins in tools/cluster/versions.env (see tests/cluster/README.md).
 #
 # tools/cluster/build.sh is a fast no-op when the stamped binaries match the pins, so it runs
 # every time; it prints what it builds and how long each binary took.

@@ -3,7 +3,7 @@ kube-controller-manager, kube-scheduler and the kwok controller, each a child pr
 optional components a test module starts and stops itself (the KubeRay operator).
 
 The binaries come from `make cluster-tools` (tools/cluster/build.sh). Flags follow what
-controller-runtime's envtest and kwokctl's binary runtime pass (docs/cluster-tier.md cites them).
+controller-runtime's envtest and kwokctl's binary runtime pass (tests/cluster/README.md cites them).
 Every process runs in its own process group so teardown can kill it and anything it spawned.
 """
 

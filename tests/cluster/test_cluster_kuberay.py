@@ -8,7 +8,7 @@ the NewCluster upgrade needs, and the gpu-infra pool's GPU limit admits its pods
 kwok runs no container, so no Ray process answers the operator: Serve never reports RUNNING and
 the operator never promotes a cluster to active on its own. The test does that one step itself
 (the status change `reconcilePromotionAndServingStatus` makes once Serve is healthy) before the
-upgrade; docs/cluster-tier.md lists what stays untested.
+upgrade; tests/cluster/README.md lists what stays untested.
 
 The module swaps the pinned v1.7.0 ray.io CRDs for the operator's own v1.5.0 ones while it runs
 and restores them afterwards, so the other tests keep validating against v1.7.0."""

@@ -1,6 +1,6 @@
 """What changes when a rendered `vllm serve` command runs on this CPU machine instead of a GPU
 pod. The whole list lives in `cpu_substitutions` (for real servers) and `local_paths` (for the
-parser's pre-load checks); docs/engine-tier.md explains each entry. Everything else in the
+parser's pre-load checks); tests/engine/README.md explains each entry. Everything else in the
 rendered argument list reaches vLLM unchanged."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ leader and worker container commands (`/bin/sh -ec <contract; exec vllm serve "$
 the environment the LWS controller gives them (LWS_LEADER_ADDRESS=127.0.0.1, LWS_GROUP_SIZE,
 LWS_WORKER_INDEX), the kubelet's $(VAR) expansion, and the CPU substitutions of cpu.py.
 
-Changes to the rendered command, all here and listed in docs/engine-tier.md:
+Changes to the rendered command, all here and listed in tests/engine/README.md:
 - the scripts mount path (/opt/vllm-eks/scripts) -> a folder holding the rendered ConfigMap's
   files (what the mount holds in the pod);
 - the contract's `efa` capability is dropped: no libfabric or EFA device can exist on this

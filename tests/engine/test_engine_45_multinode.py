@@ -80,7 +80,7 @@ def _kv_bytes_per_token_and_layer(config: dict) -> int:
 
 
 def _kv_tokens(budget_bytes: int, per_layer: int, layers: int, block: int, max_len: int) -> int:
-    """The engine's sizing line for full-attention layers (docs/engine-tier.md, Sizing):
+    """The engine's sizing line for full-attention layers (tests/engine/README.md, Sizing):
     num_blocks = budget // page // layers, N = int(num_blocks / cdiv(L, block) * L)."""
     num_blocks = budget_bytes // (block * per_layer) // layers
     return int(num_blocks / -(-max_len // block) * max_len)

@@ -61,7 +61,8 @@ def load_plan(path: str) -> Plan:
     try:
         return Plan.from_summary(data)
     except KeyError as e:
-        raise InvalidOptionError(f"--plan {path}: missing key {e.args[0]!r} (write it with `vllm-eks plan --json`)") from None
+        raise InvalidOptionError(
+            f"--plan {path}: missing key {e.args[0]!r} (write it with `vllm-eks plan --json`)") from None
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(x) for x in err["loc"])
@@ -98,8 +99,10 @@ def analyze(paths: list[str], plan: Plan | None = None, plan_path: str | None = 
     knee = find_knee(sweep, criteria)
     by_level = {r.concurrency: r for r in sweep}
 
-    ttft = slo_ttft_p99_seconds if slo_ttft_p99_seconds is not None else (plan.slo.slo_ttft_p99_seconds if plan else None)
-    tpot = slo_tpot_p99_seconds if slo_tpot_p99_seconds is not None else (plan.slo.slo_tpot_p99_seconds if plan else None)
+    ttft = (slo_ttft_p99_seconds if slo_ttft_p99_seconds is not None
+            else (plan.slo.slo_ttft_p99_seconds if plan else None))
+    tpot = (slo_tpot_p99_seconds if slo_tpot_p99_seconds is not None
+            else (plan.slo.slo_tpot_p99_seconds if plan else None))
     if (ttft is None) != (tpot is None):
         raise InvalidOptionError("give both --slo-ttft-p99 and --slo-tpot-p99 (or --plan for its slo section)")
     slo = slo_limit(sweep, ttft, tpot) if ttft is not None and tpot is not None else None

@@ -56,7 +56,8 @@ def compare(plan: Plan, results: list[BenchResult], knee: int, replicas: int) ->
                       f"measured p50 TTFT {at} vs the Plan's compute-bound prefill estimate (slo_ttft_p99_seconds "
                       f"{ttft_slo:g} / headroom {latency.TTFT_HEADROOM:g}, scaled from {typical} to the measured "
                       f"{low.mean_input_tokens:.0f} prompt tokens)"
-                      + ("" if prefill else f"; the SLO is the {latency.TTFT_FLOOR:g} s floor, so the estimate is not known")))
+                      + ("" if prefill
+                         else f"; the SLO is the {latency.TTFT_FLOOR:g} s floor, so the estimate is not known")))
     out.append(_ratio("TPOT p99 at the knee / SLO", at_knee.p99_tpot_ms / 1000, tpot_slo, "s",
                       f"measured p99 TPOT at the knee ({knee}) vs the Plan's TPOT SLO: above 1 the TPOT alert "
                       "would fire at the knee"))

@@ -14,6 +14,7 @@ by noise, not by capacity)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from pydantic import BaseModel, Field
@@ -78,7 +79,7 @@ def _per_doubling_pct(before: float, after: float, doublings: float) -> float | 
 
 def steps(results: list[BenchResult]) -> list[Step]:
     out = []
-    for a, b in zip(results, results[1:]):
+    for a, b in itertools.pairwise(results):
         d = math.log2(b.concurrency / a.concurrency)
         out.append(Step(from_concurrency=a.concurrency, to_concurrency=b.concurrency,
                         throughput_gain_pct=_per_doubling_pct(a.output_throughput, b.output_throughput, d),

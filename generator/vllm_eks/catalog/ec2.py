@@ -116,7 +116,8 @@ def shape_from_ec2(info: dict) -> Ec2Shape:
     if makers != {"NVIDIA"}:
         raise UnknownInstanceError(
             f"--instance {name}: EC2 reports {gpus[0].get('Name', '?')} by {', '.join(sorted(makers))}, not NVIDIA; "
-            "vllm-eks sizes NVIDIA GPUs only (CUDA memory, NCCL): pick an NVIDIA GPU type (`vllm-eks catalog instances`)")
+            "vllm-eks sizes NVIDIA GPUs only (CUDA memory, NCCL): "
+            "pick an NVIDIA GPU type (`vllm-eks catalog instances`)")
     if len({g.get("Name") for g in gpus}) > 1:
         raise UnknownInstanceError(f"--instance {name}: EC2 reports GPUs of more than one model; vllm-eks sizes "
                                    "one GPU model per node")
@@ -134,7 +135,8 @@ def shape_from_ec2(info: dict) -> Ec2Shape:
         gpu_name=str(g.get("Name", "")), gpu_count=sum(int(x.get("Count") or 0) for x in gpus),
         gpu_memory_mib=int((g.get("MemoryInfo") or {}).get("SizeInMiB") or 0),
         max_network_interfaces=enis, ipv4_per_interface=int(net.get("Ipv4AddressesPerInterface") or 0),
-        efa_max=int((net.get("EfaInfo") or {}).get("MaximumEfaInterfaces") or 0) if net.get("EfaSupported", True) else 0,
+        efa_max=(int((net.get("EfaInfo") or {}).get("MaximumEfaInterfaces") or 0)
+                 if net.get("EfaSupported", True) else 0),
         network_mbps=mbps,
         local_nvme_gb=int((info.get("InstanceStorageInfo") or {}).get("TotalSizeInGB") or 0))
 
@@ -158,7 +160,8 @@ def ec2_over_smi_mib() -> int:
     """The largest amount by which EC2's per-GPU MiB exceeds nvidia-smi's total among catalogued
     GPUs (T4: 16384 vs 15360): subtracted from EC2's figure of a GPU the catalog does not
     know, so the derived total errs low."""
-    return max([0, *(h.gpu_memory_mib_ec2 - h.gpu_memory_mib_nvidia_smi for h in _catalog())])
+    return max([0, *(h.gpu_memory_mib_ec2 - h.gpu_memory_mib_nvidia_smi for h in _catalog()
+                     if h.gpu_memory_mib_ec2)])
 
 
 def gpu_memory(gpu: str, ec2_mib: int) -> tuple[int, int, str, bool]:
@@ -193,7 +196,8 @@ def hardware_from_shape(shape: Ec2Shape, region: str, price: float | None, price
     gpu = karpenter_gpu_name(shape.gpu_name)
     if shape.vcpus <= 0 or shape.memory_mib <= 0 or shape.gpu_memory_mib <= 0:
         raise UnknownInstanceError(f"--instance {shape.name}: EC2's answer lacks vCPUs, memory or GPU memory "
-                                   f"({shape.vcpus} vCPUs, {shape.memory_mib} MiB, {shape.gpu_memory_mib} MiB per GPU); "
+                                   f"({shape.vcpus} vCPUs, {shape.memory_mib} MiB, "
+                                   f"{shape.gpu_memory_mib} MiB per GPU); "
                                    f"{custom_flags(shape.name)}")
     if max_pods is None and (shape.max_network_interfaces <= 0 or shape.ipv4_per_interface <= 1):
         raise UnknownInstanceError(f"--instance {shape.name}: EC2's answer has no ENI figures to bound the pods by "
@@ -204,7 +208,8 @@ def hardware_from_shape(shape: Ec2Shape, region: str, price: float | None, price
                                          shape.ipv4_per_interface, max_pods)
     pods = (f"--max-pods {max_pods}" if max_pods is not None else
             f"{shape.max_network_interfaces} ENIs x ({shape.ipv4_per_interface} IPv4 - 1) + 2 = {alloc.max_pods}")
-    shape_source = (f"EC2 DescribeInstanceTypes in {region}{f' ({via})' if via else ''}: {shape.vcpus} vCPUs, {shape.memory_mib} MiB, "
+    shape_source = (f"EC2 DescribeInstanceTypes in {region}{f' ({via})' if via else ''}: "
+                    f"{shape.vcpus} vCPUs, {shape.memory_mib} MiB, "
                     f"{shape.gpu_count} x {shape.gpu_name} {shape.gpu_memory_mib} MiB (GPU facts "
                     f"{'from the catalog' if known else 'derived: not in the catalog'}), EFA {shape.efa_max}, "
                     f"{shape.network_mbps} Mbit/s, {shape.local_nvme_gb} GB NVMe; max pods {pods}")
@@ -345,8 +350,9 @@ def _describe(session, config, bx, instance: str, region: str) -> dict:
     except (bx.EndpointConnectionError, bx.ConnectTimeoutError, bx.ReadTimeoutError) as e:
         raise _unreachable(instance, where, e) from None
     except bx.BotoCoreError as e:
+        first_line = str(e).splitlines()[0] if str(e) else ''
         raise UnknownInstanceError(f"--instance {instance}: {where} failed ({type(e).__name__}: "
-                                   f"{str(e).splitlines()[0] if str(e) else ''}); or {custom_flags(instance)}") from None
+                                   f"{first_line}); or {custom_flags(instance)}") from None
     infos = answer.get("InstanceTypes") or []
     if not infos:
         raise UnknownInstanceError(f"--instance {instance}: {where} knows no such instance type: check the spelling "
@@ -406,14 +412,16 @@ def _pricing(session, config, bx, instance: str, region: str) -> tuple[float, st
         answer = client.get_products(ServiceCode="AmazonEC2", Filters=pricing_filters(instance, location),
                                      FormatVersion="aws_v1", MaxResults=10)
     except bx.NoCredentialsError:
-        raise UnknownInstanceError(f"--instance {instance}: no AWS credentials for {where}: give --price-per-hour") from None
+        raise UnknownInstanceError(
+            f"--instance {instance}: no AWS credentials for {where}: give --price-per-hour") from None
     except bx.ClientError as e:
         code = e.response.get("Error", {}).get("Code", "")
         raise _client_failure(instance, where, code, e, "pricing:GetProducts", "give --price-per-hour") from None
     except (bx.EndpointConnectionError, bx.ConnectTimeoutError, bx.ReadTimeoutError) as e:
         raise _unreachable(instance, where, e, "give --price-per-hour") from None
     except bx.BotoCoreError as e:
-        raise UnknownInstanceError(f"--instance {instance}: {where} failed ({type(e).__name__}): give --price-per-hour") from None
+        raise UnknownInstanceError(
+            f"--instance {instance}: {where} failed ({type(e).__name__}): give --price-per-hour") from None
     found = price_from_products(answer.get("PriceList") or [])
     if found is None:
         raise UnknownInstanceError(f"--instance {instance}: {where} lists no on-demand Linux shared-tenancy price: "
@@ -435,8 +443,8 @@ def _client_failure(instance: str, where: str, code: str, e: Exception, action: 
         return UnknownInstanceError(f"--instance {instance}: {where} was throttled ({code}) after {MAX_ATTEMPTS} "
                                     f"attempts: retry in a minute; or {way_out}")
     message = str(getattr(e, "response", {}).get("Error", {}).get("Message", "")).splitlines()[:1]
-    return UnknownInstanceError(f"--instance {instance}: {where} failed ({code}{': ' + message[0] if message else ''}); "
-                                f"or {way_out}")
+    detail = ': ' + message[0] if message else ''
+    return UnknownInstanceError(f"--instance {instance}: {where} failed ({code}{detail}); or {way_out}")
 
 
 def _unreachable(instance: str, where: str, e: Exception, way_out: str | None = None) -> UnknownInstanceError:

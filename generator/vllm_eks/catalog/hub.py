@@ -254,7 +254,8 @@ def _fetch_remote(repo: str, revision: str, token: str | None) -> HubModel:
                 f"the id (not found on {endpoint}, not in the catalog: `vllm-eks catalog models`)") from None
         raise HubModelError(
             f"--model {repo}: no such repo on {endpoint} and not in the catalog (`vllm-eks catalog models`): check "
-            "the org/name spelling, or pass a local config.json: --model ./config.json --model-source ORG/NAME") from None
+            "the org/name spelling, or pass a local config.json: "
+            "--model ./config.json --model-source ORG/NAME") from None
     except EntryNotFoundError as e:
         raise HubModelError(f"--model {repo}@{revision}: a file the repo lists is missing on the Hub ({e})") from None
     except (OfflineModeIsEnabled, LocalEntryNotFoundError, httpx2.TransportError) as e:

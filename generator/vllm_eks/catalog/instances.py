@@ -70,7 +70,8 @@ def cuda_total_bytes(gpu: str, nvidia_smi_mib: int) -> tuple[int, str]:
         return int(cuda), source
     reserve = driver_reservation_bytes()
     return (nvidia_smi_mib * MIB - reserve,
-            f"nvidia-smi {nvidia_smi_mib} MiB minus the {reserve / MIB:.0f} MiB driver reservation seen on catalogued GPUs")
+            f"nvidia-smi {nvidia_smi_mib} MiB minus the {reserve / MIB:.0f} MiB driver reservation "
+            "seen on catalogued GPUs")
 
 
 def _speed(gpu: str, smi_mib: int) -> dict:
@@ -111,7 +112,8 @@ def instance_catalog() -> dict[str, Hardware]:
 # EC2 instance families the catalog does not model, and why (checked by name before anything else
 # says "not in the catalog"). Prefixes match the family part of the type name.
 _NOT_MODELLED: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("trn", "inf"), "an AWS Neuron (Trainium/Inferentia) instance, not a CUDA GPU instance: vLLM's CUDA memory model does not apply"),
+    (("trn", "inf"), "an AWS Neuron (Trainium/Inferentia) instance, not a CUDA GPU instance: "
+                     "vLLM's CUDA memory model does not apply"),
     (("dl1", "dl2q"), "a Habana Gaudi / Qualcomm AI 100 instance, not a CUDA GPU instance"),
     (("g4ad",), "an AMD Radeon Pro V520 instance, not a CUDA GPU instance"),
     (("g6f", "gr6f"), "a fractional-GPU type (an eighth to a half of one L4, served through NVIDIA's GRID "
@@ -152,7 +154,8 @@ def resolve_hardware(instance: str | None, gpu_memory_mib: int | None, gpus_per_
     custom = gpu_memory_mib is not None or gpus_per_node is not None
     if instance and custom:
         raise InvalidOptionError(
-            "--instance conflicts with --gpu-memory-mib/--gpus-per-node: give a catalog instance or custom hardware, not both")
+            "--instance conflicts with --gpu-memory-mib/--gpus-per-node: "
+            "give a catalog instance or custom hardware, not both")
     if instance:
         from vllm_eks.catalog import ec2 as ec2_instances
 
@@ -175,7 +178,8 @@ def resolve_hardware(instance: str | None, gpu_memory_mib: int | None, gpus_per_
         hw = catalog[instance]
         return replace(hw, usd_per_hour=price, price_source="--price-per-hour") if price is not None else hw
     if not custom:
-        raise InvalidOptionError("give --instance, or --gpu-memory-mib and --gpus-per-node for hardware outside the catalog")
+        raise InvalidOptionError(
+            "give --instance, or --gpu-memory-mib and --gpus-per-node for hardware outside the catalog")
     if gpu_memory_mib is None or gpu_memory_mib <= 0:
         raise InvalidOptionError(f"--gpu-memory-mib must be a positive number of MiB, got {gpu_memory_mib}")
     if gpus_per_node is None or gpus_per_node <= 0:

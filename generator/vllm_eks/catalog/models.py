@@ -86,8 +86,9 @@ def _looks_like_path(name: str) -> bool:
 
 
 def resolve_model(name: str, hf_token_file: str | None = None) -> ResolvedModel:
-    if name and _lookup(name) is not None:
-        return _resolve_catalog(_lookup(name).id)
+    entry = _lookup(name) if name else None
+    if entry is not None:
+        return _resolve_catalog(entry.id)
     return _resolve(name, hf_token_file)
 
 
@@ -98,7 +99,8 @@ def _resolve_catalog(mid: str) -> ResolvedModel:
 
 def _resolve(name: str, hf_token_file: str | None = None) -> ResolvedModel:
     if not name or not name.strip():
-        raise UnknownModelError("--model is empty: give a catalog id, a known Hugging Face repo id or a config.json path")
+        raise UnknownModelError(
+            "--model is empty: give a catalog id, a known Hugging Face repo id or a config.json path")
     entry = _lookup(name)
     if entry is not None:
         return ResolvedModel(entry.id, entry.hf_repo, parse_config(entry.config, f"catalog model {entry.id}"), entry)

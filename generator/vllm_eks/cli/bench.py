@@ -27,8 +27,9 @@ def bench() -> None:
               show_default=True, help="Which price --price-per-hour is (spot and reserved need --price-per-hour).")
 @click.option("--slo-ttft-p99", type=float, help="p99 TTFT limit in seconds (default: the Plan's).")
 @click.option("--slo-tpot-p99", type=float, help="p99 TPOT limit in seconds (default: the Plan's).")
-@click.option("--replicas", type=int, help="Model copies sharing the measured concurrency (default: the Plan's replicas, "
-              "its decode pods when disaggregated, else 1).")
+@click.option("--replicas", type=int,
+              help="Model copies sharing the measured concurrency (default: the Plan's replicas, "
+                   "its decode pods when disaggregated, else 1).")
 @click.option("--knee-min-gain", type=float, default=DEFAULT_MIN_GAIN_PCT, show_default=True,
               help="Knee: throughput gain per doubling of concurrency (%) below which more concurrency buys little.")
 @click.option("--knee-latency-growth", type=float, default=DEFAULT_LATENCY_GROWTH_PCT, show_default=True,

@@ -13,6 +13,7 @@ from vllm_eks.core.units import gib
 from vllm_eks.memory import kvcache, overheads
 from vllm_eks.model import weights
 from vllm_eks.model.architecture import Architecture
+from vllm_eks.model.hybrid import StateLayers
 from vllm_eks.spec.plan import MemoryPlan
 
 
@@ -71,7 +72,8 @@ class Budget:
     @property
     def worst(self) -> StageBudget:
         """The stage with the fewest KV blocks decides: vLLM takes the minimum over workers."""
-        return min(self.stages, key=lambda s: s.available // max(1, s.layout.bytes_per_token_per_layer * s.layout.group_size))
+        return min(self.stages,
+                   key=lambda s: s.available // max(1, s.layout.bytes_per_token_per_layer * s.layout.group_size))
 
     @property
     def fits_weights(self) -> bool:
@@ -172,11 +174,13 @@ def memory_plan(a: Architecture, hw: Hardware, p: Precisions, b: Budget, max_mod
               estimate + (f"; {describe_weights(hub)}" if hub is not None else ""),
               "bytes per parameter of the checkpoint as stored (downloaded and read)")
     d.add("weights_bytes_per_gpu", gib(worst.weights),
-          f"linear layers / TP {s.tp}, layers of the largest of {s.pp} stage(s), embedding on the first and LM head on the last"
+          f"linear layers / TP {s.tp}, layers of the largest of {s.pp} stage(s), "
+          "embedding on the first and LM head on the last"
           + (f"; {packing}" if packing else ""),
           f"packed weights as the kernel vLLM 0.32 picks on {hw.gpu} (SM {_cc(hw)}) holds them after loading "
           f"(docs/memory-model.md){_layout_band(a, prec, s, worst.stage)}" if packing else "")
-    d.add("kv_bytes_per_token_per_gpu", f"{per_tok:,} B", _kv_formula(a, p, s.tp, lay.layers_on_rank - lay.state_layers),
+    d.add("kv_bytes_per_token_per_gpu", f"{per_tok:,} B",
+          _kv_formula(a, p, s.tp, lay.layers_on_rank - lay.state_layers),
           "KV heads are replicated when fewer than TP ranks; MLA latents are not split by TP"
           + ("; recurrent-state layers keep no per-token cache" if lay.state_layers else ""))
     if len(lay.groups) > 1:
@@ -187,14 +191,15 @@ def memory_plan(a: Architecture, hw: Hardware, p: Precisions, b: Budget, max_mod
                  if any(isinstance(w, kvcache.Chunk) for _, w in lay.groups) else "")
               + (", recurrent-state layers a fixed number of state blocks (vllm/v1/core/kv_cache_utils.py "
                  "_get_kv_cache_groups_uniform_page_size)" if lay.state_layers else ""))
-    if lay.state_layers:
-        _state_derivation(d, a, s, lay)
+    if lay.state_layers and a.state is not None:
+        _state_derivation(d, a.state, s, lay)
     _available_derivations(d, hw, s, worst)
     block_bytes = lay.bytes_per_token_per_layer * s.block_size * lay.group_size
     d.add("kv_cache_blocks", f"{cap.num_blocks:,}",
           f"floor({worst.available:,} B / ({lay.bytes_per_token_per_layer} B x block {s.block_size} x "
           f"{lay.group_size} layers = {block_bytes:,} B))")
-    d.add("kv_cache_tokens", f"{cap.tokens:,}", f"int(max_concurrency {cap.max_concurrency:.4f} x max_model_len {max_model_len})",
+    d.add("kv_cache_tokens", f"{cap.tokens:,}",
+          f"int(max_concurrency {cap.max_concurrency:.4f} x max_model_len {max_model_len})",
           f"vLLM 0.32 get_kv_cache_capacity; the cache holds {cap.slots:,} token slots ({cap.num_blocks:,} blocks / "
           f"{len(lay.groups)} group(s) x block_size {s.block_size})")
     d.add("max_model_len", str(max_model_len), max_model_len_why)
@@ -210,15 +215,16 @@ def memory_plan(a: Architecture, hw: Hardware, p: Precisions, b: Budget, max_mod
         model_max_len=a.max_position_embeddings, derivations=d.items)
 
 
-def _state_derivation(d: Derivations, a: Architecture, s: Settings, lay: kvcache.KVLayout) -> None:
+def _state_derivation(d: Derivations, st: StateLayers, s: Settings, lay: kvcache.KVLayout) -> None:
     """How a hybrid's recurrent state is sized (hybrid.py, vLLM MambaSpec)."""
-    st = a.state
     page = lay.bytes_per_token_per_layer * s.block_size
     d.add("state_bytes_per_sequence_per_gpu", f"{lay.state_bytes_per_sequence:,} B",
           f"{lay.state_layers} {st.kind} layers x {lay.state_bytes_per_layer:,} B (convolution window of "
-          f"{st.conv_kernel - 1} inputs + {st.heads} heads x {st.head_dims[0]} x {st.head_dims[1]} state, / TP {s.tp}); "
+          f"{st.conv_kernel - 1} inputs + {st.heads} heads x {st.head_dims[0]} x {st.head_dims[1]} state, "
+          f"/ TP {s.tp}); "
           f"each layer's state is padded to one attention page of {page:,} B (block {s.block_size} x "
-          f"{lay.bytes_per_token_per_layer:,} B) and a request holds {st.blocks_per_request} state blocks per state group "
+          f"{lay.bytes_per_token_per_layer:,} B) and a request holds {st.blocks_per_request} state blocks "
+          "per state group "
           f"({st.blocks_per_request * lay.group_size * page:,} B per group of {lay.group_size} layers)",
           "vLLM 0.32 MambaSpec (vllm/v1/kv_cache_interface.py) in mamba_cache_mode 'align', set with prefix caching "
           "(vllm/model_executor/models/config.py MambaModelConfig): the running state and the last block-aligned "
@@ -263,7 +269,8 @@ def _available_derivations(d: Derivations, hw: Hardware, s: Settings, worst: Sta
     d.add("requested_bytes", gib(worst.requested),
           f"{gib(hw.gpu_memory_bytes)} x gpu_memory_utilization {s.gpu_memory_utilization}")
     d.add("activation_peak_bytes", gib(worst.over.activation_peak), worst.over.activation_formula,
-          "profile run: the larger of the forward pass over max_num_batched_tokens and the sampler over the sequences (docs/memory-model.md)")
+          "profile run: the larger of the forward pass over max_num_batched_tokens and the sampler over "
+          "the sequences (docs/memory-model.md)")
     d.add("non_torch_bytes", gib(worst.over.non_torch), worst.over.non_torch_formula)
     d.add("cudagraph_bytes", gib(worst.over.cudagraph), worst.over.cudagraph_formula)
     d.add("available_kv_cache_bytes_per_gpu", gib(worst.available),

@@ -131,17 +131,18 @@ def attention_block_size(a: Architecture, tp: int, kv_dtype_bytes: int, state_dt
 def layout(a: Architecture, tp: int, layers: range, kv_dtype_bytes: int, state_dtype_bytes: int = 2) -> KVLayout:
     windows: list[Kind] = [a.layer_windows[i] if a.layer_windows else None for i in layers]
     if a.layer_chunks:
-        windows = [Chunk(a.layer_chunks[i]) if a.layer_chunks[i] is not None else w
-                   for i, w in zip(layers, windows)]
+        chunks = [a.layer_chunks[i] for i in layers]
+        windows = [Chunk(c) if c is not None else w for c, w in zip(chunks, windows, strict=True)]
     state_layers, state_bytes = 0, 0
     if a.state is not None:
         kind = State(a.state.blocks_per_request)
-        windows = [kind if a.state.layers[i] else w for i, w in zip(layers, windows)]
+        windows = [kind if a.state.layers[i] else w for i, w in zip(layers, windows, strict=True)]
         state_layers = sum(a.state.layers[i] for i in layers)
         state_bytes = a.state.state_bytes(tp, state_dtype_bytes)
     by_kind: dict[Kind, int] = {}
     for w in windows:
         by_kind[w] = by_kind.get(w, 0) + 1
+    groups: tuple[tuple[int, Kind], ...]
     if len(by_kind) == 1:
         (w, n), = by_kind.items()
         groups = ((n, w),)

@@ -79,7 +79,8 @@ def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, max_capture: i
     return sorted(sizes)
 
 
-def graph_counts(max_num_seqs: int, max_num_batched_tokens: int, max_capture: int = DEFAULT_MAX_CAPTURE) -> tuple[int, int]:
+def graph_counts(max_num_seqs: int, max_num_batched_tokens: int,
+                 max_capture: int = DEFAULT_MAX_CAPTURE) -> tuple[int, int]:
     """(piecewise graphs, full graphs) under vLLM 0.32's default FULL_AND_PIECEWISE mode:
     a piecewise graph for every capture size, a full graph for every uniform-decode batch
     (capture sizes up to max_num_seqs)."""
@@ -204,8 +205,9 @@ def estimate(a: Architecture, tp: int, pp: int, layers_on_rank: int, max_num_bat
         return NON_TORCH_BASE + collectives + workspace
 
     non_torch = nt("plan")
+    link = "NVLink" if nvlink else "PCIe"
     nt_f = f"{NON_TORCH_BASE // MIB} MiB base" + (
-        f" + {collectives // MIB} MiB NCCL/all-reduce buffers ({'NVLink' if nvlink else 'PCIe'})" if talks else "") + ws_f
+        f" + {collectives // MIB} MiB NCCL/all-reduce buffers ({link})" if talks else "") + ws_f
     piecewise, full, largest = _graph_shape(max_num_seqs, max_num_batched_tokens, max_capture)
     graphs = piecewise + full
 

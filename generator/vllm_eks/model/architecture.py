@@ -368,7 +368,8 @@ def _moe(cfg: dict, where: str, num_layers: int, llama4: bool = False) -> MoE | 
 # vLLM 0.32's model classes that keep a recurrent state per sequence: those whose class implements
 # IsHybrid (attention plus state-space or linear-attention layers) or IsAttentionFree (no
 # attention at all), vllm/model_executor/models/interfaces.py, as registered by name in
-# vllm/model_executor/models/registry.py (classes under vllm/model_executor/models/ and vllm/models/). Their state layers get a MambaSpec
+# vllm/model_executor/models/registry.py (classes under vllm/model_executor/models/ and
+# vllm/models/). Their state layers get a MambaSpec
 # (vllm/v1/kv_cache_interface.py): a fixed-size state per sequence, padded to the attention
 # layers' page size by the hybrid allocator.
 HYBRID_ARCHITECTURES = frozenset({
@@ -400,7 +401,8 @@ ATTENTION_FREE_ARCHITECTURES = frozenset({"MambaForCausalLM", "Mamba2ForCausalLM
 # model_type values of the same families (transformers config classes), for files without 'architectures'
 STATE_MODEL_TYPES = frozenset({
     "mamba", "mamba2", "falcon_mamba", "jamba", "bamba", "zamba", "zamba2", "nemotron_h", "granitemoehybrid",
-    "falcon_h1", "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "lfm2", "lfm2_moe", "kimi_linear", "minimax",
+    "falcon_h1", "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "lfm2", "lfm2_moe",
+    "kimi_linear", "minimax",
     "plamo2", "olmo_hybrid",
 })
 # fields that only state-space / linear-attention configs carry (Jamba attn_layer_period and
@@ -442,7 +444,8 @@ def refuse_unmodelled(top: dict, cfg: dict, where: str) -> None:
 def _refuse_state(top: dict, cfg: dict, where: str) -> None:
     layer_types = cfg.get("layer_types")
     if isinstance(layer_types, list):
-        odd = sorted({t for t in layer_types if isinstance(t, str)} - set(ATTENTION_LAYER_TYPES) - {"chunked_attention"},
+        named = {t for t in layer_types if isinstance(t, str)}
+        odd = sorted(named - set(ATTENTION_LAYER_TYPES) - {"chunked_attention"},
                      key=lambda t: ("attention" in t and "linear" not in t, t))
         if odd:
             kind = ("Gated DeltaNet / linear-attention" if any("linear" in t for t in odd)
@@ -460,7 +463,8 @@ def _refuse_state(top: dict, cfg: dict, where: str) -> None:
         mt = d.get("model_type")
         if isinstance(mt, str) and mt in STATE_MODEL_TYPES:
             raise UnsupportedArchitectureError(
-                f"{where}: field 'model_type' is '{mt}', a state-space or linear-attention hybrid: {STATE_WHAT}; {SUPPORTED}")
+                f"{where}: field 'model_type' is '{mt}', a state-space or linear-attention hybrid: "
+                f"{STATE_WHAT}; {SUPPORTED}")
     for d in (cfg, top):
         archs = d.get("architectures")
         if isinstance(archs, list):
@@ -470,7 +474,8 @@ def _refuse_state(top: dict, cfg: dict, where: str) -> None:
                 if a in HYBRID_ARCHITECTURES or a in ATTENTION_FREE_ARCHITECTURES:
                     kind = "has no attention layers" if a in ATTENTION_FREE_ARCHITECTURES else "is a hybrid model"
                     raise UnsupportedArchitectureError(
-                        f"{where}: field 'architectures' names {a}, which in vLLM 0.32 {kind}: {STATE_WHAT}; {SUPPORTED}")
+                        f"{where}: field 'architectures' names {a}, which in vLLM 0.32 {kind}: "
+                        f"{STATE_WHAT}; {SUPPORTED}")
                 if a in MODEL_SPECIFIC_KV_ARCHITECTURES:
                     raise UnsupportedArchitectureError(
                         f"{where}: field 'architectures' names {a}, whose layers build KV cache specs of their own in "
@@ -530,7 +535,8 @@ def parse_config(cfg: Any, name: str) -> Architecture:
         intermediate = _get(cfg, "intermediate_size", where)
     model_type = (_get(cfg, "model_type", where, kind=str, required=False, default=None)
                   or _get(top, "model_type", where, kind=str, required=False, default=None) or "unknown")
-    top_type = top.get("model_type") if isinstance(top.get("model_type"), str) else model_type
+    top_model_type = top.get("model_type")
+    top_type = top_model_type if isinstance(top_model_type, str) else model_type
     ties = _get(top, "tie_word_embeddings", where, kind=bool, required=False, default=None)
     if ties is None:
         ties = _get(cfg, "tie_word_embeddings", where, kind=bool, required=False, default=_ties_by_default(top_type))

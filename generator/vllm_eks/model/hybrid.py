@@ -60,7 +60,8 @@ class StateLayers:
     def tp_problem(self, tp: int) -> str | None:
         """Why vLLM cannot shard this state over `tp` ranks (mamba_utils divide()), or None."""
         if self.heads % tp or self.conv_channels_total(tp) % tp:
-            return f"it must divide the {self.heads} {self.kind} state heads and their {self.conv_channels_total(tp)} convolution channels"
+            return (f"it must divide the {self.heads} {self.kind} state heads and their "
+                    f"{self.conv_channels_total(tp)} convolution channels")
         return None
 
     def conv_channels_total(self, tp: int) -> int:
@@ -123,7 +124,8 @@ def _layer_kinds(cfg: dict, layers: int, where: str, state_name: str, attention_
     valid = (state_name, attention_name)
     if (not isinstance(kinds, list) or len(kinds) != layers or any(k not in valid for k in kinds)):
         raise ModelConfigError(
-            f"{where}: field 'layer_types' must list '{state_name}' or '{attention_name}' for each of the {layers} layers")
+            f"{where}: field 'layer_types' must list '{state_name}' or '{attention_name}' "
+            f"for each of the {layers} layers")
     return tuple(k == state_name for k in kinds)
 
 
@@ -144,8 +146,8 @@ def _gated_deltanet(cfg: dict, where: str, layers: int) -> StateLayers:
     # in_proj_qkvz (q, k, v, z), in_proj_ba (beta, alpha per value head), depthwise conv1d
     # without bias, dt_bias and A_log per value head, gated RMS norm over a value head, out_proj
     params = h * (2 * key_dim + 2 * value_dim) + h * 2 * nv + conv * kernel + 2 * nv + dv + value_dim * h
-    return StateLayers("gated-deltanet", _layer_kinds(cfg, layers, where, "linear_attention", "full_attention", interval),
-                       conv, kernel, nv, (dv, dk), 0, 0, params, 0)
+    kinds = _layer_kinds(cfg, layers, where, "linear_attention", "full_attention", interval)
+    return StateLayers("gated-deltanet", kinds, conv, kernel, nv, (dv, dk), 0, 0, params, 0)
 
 
 def _mamba2(cfg: dict, where: str, layers: int) -> StateLayers:
@@ -158,7 +160,8 @@ def _mamba2(cfg: dict, where: str, layers: int) -> StateLayers:
     head_dim = inner // heads if head_dim == "auto" else _int(cfg, "mamba_d_head", where)
     if heads * head_dim != inner:
         raise ModelConfigError(
-            f"{where}: mamba_n_heads ({heads}) x mamba_d_head ({head_dim}) must equal mamba_expand x hidden_size ({inner})")
+            f"{where}: mamba_n_heads ({heads}) x mamba_d_head ({head_dim}) "
+            f"must equal mamba_expand x hidden_size ({inner})")
     groups = _int(cfg, "mamba_n_groups", where, default=1)
     state = _int(cfg, "mamba_d_state", where, default=256)
     kernel = _int(cfg, "mamba_d_conv", where, default=4)
@@ -181,7 +184,8 @@ def state_layers(cfg: dict, where: str, layers: int) -> StateLayers | None:
         if _int(cfg, "decoder_sparse_step", where, default=1) != 1 or cfg.get("mlp_only_layers"):
             key = "mlp_only_layers" if cfg.get("mlp_only_layers") else "decoder_sparse_step"
             raise UnsupportedArchitectureError(
-                f"{where}: field '{key}' gives some Qwen3-Next layers a dense MLP instead of MoE; vLLM 0.32 builds them "
+                f"{where}: field '{key}' gives some Qwen3-Next layers a dense MLP instead of MoE; "
+                "vLLM 0.32 builds them "
                 "(qwen3_next.py), this sizing does not; supported: Qwen3-Next with MoE in every layer")
         state = _gated_deltanet(cfg, where, layers)
     elif mt == "granitemoehybrid":

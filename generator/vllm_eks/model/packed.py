@@ -12,7 +12,8 @@ select_mxfp4_moe_backend from _get_priority_backends_for_gpt_oss):
 - SM 9.0: TRITON, OpenAI's triton_kernels (gpt_oss_triton_kernels_moe.py runs it on SM 9.0 to
   12.x; the TRTLLM backends need SM 10.x).
 - SM 8.x and 12.x: MARLIN (marlin_moe.py: SM >= 7.5; on 12.x the selector orders TRITON after it).
-(SM 9.0 is sized as the larger of TRITON and MARLIN: see mxfp4_layouts.) Each rounds the hidden size and the per-rank intermediate size up to its tile
+(SM 9.0 is sized as the larger of TRITON and MARLIN: see mxfp4_layouts.) Each rounds the hidden
+size and the per-rank intermediate size up to its tile
 (mxfp4_round_up_hidden_size_and_intermediate_size): MARLIN and TRTLLM intermediate to 128 and
 hidden to 256, TRITON on CUDA intermediate to 64 and hidden unchanged. Weights are 4-bit (two
 values a byte) with one 1-byte E8M0 scale per 32 values; gpt-oss experts carry biases (bf16 in

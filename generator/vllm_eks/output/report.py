@@ -20,7 +20,8 @@ def summary_rows(p: Plan) -> list[tuple[str, str]]:
         ("topology", p.topology),
         ("parallelism", f"TP={p.layout.tensor_parallel_size} x PP={p.layout.pipeline_parallel_size}, "
                         f"{p.layout.nodes_per_replica} node(s) per replica, {p.layout.replicas} replica(s)"),
-        ("precision", f"{p.memory.dtype}, weights {p.memory.quantization or 'unquantized'}, KV cache {p.memory.kv_cache_dtype}"),
+        ("precision", f"{p.memory.dtype}, weights {p.memory.quantization or 'unquantized'}, "
+                      f"KV cache {p.memory.kv_cache_dtype}"),
         ("weights", f"{gib(p.memory.weights_bytes_total)} total, {gib(p.memory.weights_bytes_per_gpu)} per GPU"),
         ("KV per token per GPU", f"{p.memory.kv_bytes_per_token_per_gpu:,} B"),
         ("KV cache per GPU", gib(p.memory.available_kv_cache_bytes_per_gpu)),
@@ -30,7 +31,8 @@ def summary_rows(p: Plan) -> list[tuple[str, str]]:
         ("gpu memory utilization", f"{p.engine.gpu_memory_utilization:g}"),
         ("max num seqs / batched tokens", f"{p.engine.max_num_seqs} / {p.engine.max_num_batched_tokens}"),
         ("/dev/shm", gib(p.pod.shm_size_bytes)),
-        ("pod requests", f"{p.layout.gpus_per_pod} GPU, {p.pod.cpu_request_millicores}m CPU, {gib(p.pod.memory_request_bytes)} memory, "
+        ("pod requests", f"{p.layout.gpus_per_pod} GPU, {p.pod.cpu_request_millicores}m CPU, "
+                         f"{gib(p.pod.memory_request_bytes)} memory, "
                          f"{gib(p.pod.ephemeral_storage_bytes)} ephemeral, {p.pod.efa_devices_per_pod} EFA"),
         ("startup probe budget", f"{p.pod.startup_probe_seconds} s (cold start-up; warm {p.pod.warm_startup_seconds} s "
                                  f"on --cache {p.pod.cache})"),

@@ -192,8 +192,8 @@ class Decisions:
             self.require_fit(tp, pp_pin, pinned=True)
             return tp, pp_pin, f"PP pinned to {pp_pin}; TP = {tp}, the GPUs of one machine"
         if self.fits(1, 1, USEFUL_CONCURRENCY):
-            return 1, 1, (f"weights plus KV for {USEFUL_CONCURRENCY} requests of {self.required_len} tokens fit one GPU: "
-                          "TP=1, scale with replicas")
+            return 1, 1, (f"weights plus KV for {USEFUL_CONCURRENCY} requests of {self.required_len} tokens "
+                          "fit one GPU: TP=1, scale with replicas")
         tp = self.node_tp()
         if self.fits(tp, 1, 1):
             return tp, 1, (f"does not fit one GPU usefully but fits one {self.hw.name}: TP = {tp} "
@@ -336,7 +336,8 @@ class Decisions:
             need = w.weights + self.required_len * per_token
             short = need - usable
             what += (f"weights need {gib(w.weights)} per GPU plus {gib(self.required_len * per_token)} KV for one "
-                     f"{self.required_len}-token request, but {gib(usable)} of each {gib(self.hw.gpu_memory_bytes)} GPU "
+                     f"{self.required_len}-token request, but {gib(usable)} of each "
+                     f"{gib(self.hw.gpu_memory_bytes)} GPU "
                      f"is usable at gpu-memory-utilization {self.util} (short by {gib(short)} per GPU, "
                      f"{gib(short * tp * pp)} per replica)")
         else:
@@ -416,7 +417,8 @@ class Decisions:
         d.add("block_size", str(block), self.block_rule.why + self._hybrid_block_why(tp, block), attention.SOURCE)
         d.add("max_num_seqs", str(max_num_seqs), seqs_why)
         d.add("max_num_batched_tokens", str(self.batched), "pinned" if self.req.max_num_batched_tokens else
-              f"{DEFAULT_BATCHED_TOKENS} with chunked prefill: long prompts are split, so it need not reach max_model_len")
+              f"{DEFAULT_BATCHED_TOKENS} with chunked prefill: long prompts are split, "
+              "so it need not reach max_model_len")
         settings = engine_settings(
             dtype=self.p.dtype, max_model_len=max_model_len, gpu_memory_utilization=self.util,
             kv_cache_memory_bytes=self.kv_pin, max_num_seqs=max_num_seqs, max_num_batched_tokens=self.batched,

@@ -68,7 +68,8 @@ def default_slos(a: Architecture, hw: Hardware, tp: int, pp: int, weights_total:
         why = f"no datasheet figures for {hw.gpu}: fixed defaults"
         d.add("slo_ttft_p99_seconds", f"{DEFAULT_TTFT_SLO} s", why, TTFT_SOURCE)
         d.add("slo_tpot_p99_seconds", f"{DEFAULT_TPOT_SLO} s", why, TPOT_SOURCE)
-        return SloPlan(slo_ttft_p99_seconds=DEFAULT_TTFT_SLO, slo_tpot_p99_seconds=DEFAULT_TPOT_SLO, derivations=d.items)
+        return SloPlan(slo_ttft_p99_seconds=DEFAULT_TTFT_SLO, slo_tpot_p99_seconds=DEFAULT_TPOT_SLO,
+                       derivations=d.items)
     active = active_parameters(a)
     prompt = min(max_model_len, TYPICAL_PROMPT_TOKENS)
     prefill = 2 * active * prompt / (tp * hw.bf16_tflops * 1e12 * PREFILL_MFU)

@@ -45,10 +45,10 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
     topology = req.topology if req.topology != "auto" else ("multi-node" if pp > 1 else "single-node")
     source = dec.model_source
     revision = hub.sha if hub is not None else None
-    if revision is not None and source == hub.repo:
+    if hub is not None and source == hub.repo:
         # the servers download the commit that was sized, not whatever main is when a pod starts
         # (vllm serve --revision; Ray Serve LLM passes engine_kwargs to the same EngineArgs field)
-        engine.settings["revision"] = revision
+        engine.settings["revision"] = hub.sha
     pod = size_pod(dec.hw, tp, tp, pp > 1 or topology == "disaggregated", b.weights_total, pp,
                    load=load_source(req, topology),
                    reserve=(req.daemonset_reserve_cpu, req.daemonset_reserve_memory), cache=req.cache,
@@ -65,12 +65,14 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
     if req.cache == "instance-store" and pool.instance_store_policy != "RAID0":
         raise InvalidOptionError(
             f"--cache instance-store needs a GPU pool whose instance-store NVMe is a RAID0 array holding kubelet "
-            f"storage, and the {dec.hw.name} pool ({'--hardware-name' if req.hardware_name else '--instance'}) has none ({_no_raid0_reason(dec.hw.local_nvme_gb)}): "
+            f"storage, and the {dec.hw.name} pool ({'--hardware-name' if req.hardware_name else '--instance'}) "
+            f"has none ({_no_raid0_reason(dec.hw.local_nvme_gb)}): "
             "use --cache pvc or --cache emptydir")
     slo = default_slos(dec.a, dec.hw, tp, pp, b.weights_total, max_len)
     staging = None
     if req.stage is None:
-        given = [f for f, v in (("--stage-revision", req.stage_revision), ("--stage-bandwidth-mib-s", req.stage_bandwidth_mib_s))
+        given = [f for f, v in (("--stage-revision", req.stage_revision),
+                                ("--stage-bandwidth-mib-s", req.stage_bandwidth_mib_s))
                  if v is not None]
         if given:
             raise InvalidOptionError(f"{', '.join(given)}: only with --stage")

@@ -91,7 +91,8 @@ def size_pod(hw: Hardware, gpus_per_pod: int, tp: int, multi_node: bool, checkpo
     downloads_weights = load.downloads
     d = Derivations()
     shm = min(SHM_MAX, max(SHM_MIN, SHM_PER_RANK * tp))
-    d.add("shm_size_bytes", gib(shm), f"min({gib_exact(SHM_MAX)}, max({gib_exact(SHM_MIN)}, {gib_exact(SHM_PER_RANK)} x TP {tp}))")
+    d.add("shm_size_bytes", gib(shm),
+          f"min({gib_exact(SHM_MAX)}, max({gib_exact(SHM_MIN)}, {gib_exact(SHM_PER_RANK)} x TP {tp}))")
     reserve_cpu, reserve_mem = daemonset_reserve(d, hw, *reserve)
     cpu, mem = _cpu_and_memory(d, hw, gpus_per_pod, shm, reserve_cpu, reserve_mem)
     per_pod_weights = checkpoint_bytes // nodes_per_replica
@@ -125,7 +126,8 @@ def size_pod(hw: Hardware, gpus_per_pod: int, tp: int, multi_node: bool, checkpo
                                 else "weights streamed or read from their volume"))
     cache_bw = cache_read or CACHE_READ_MIB_S[cache] * MIB
     d.add("cache_read_bytes_per_s", f"{cache_bw / MIB:.0f} MiB/s",
-          "set by --cache-read-mib-s" if cache_read else f"default for --cache {cache} (pod_resources.py CACHE_READ_MIB_S)")
+          "set by --cache-read-mib-s" if cache_read
+          else f"default for --cache {cache} (pod_resources.py CACHE_READ_MIB_S)")
     if downloads_weights:
         warm_read, warm_bw, warm_why = checkpoint_bytes, cache_bw, "weights read once from the Hugging Face cache"
     else:
@@ -144,7 +146,8 @@ def size_pod(hw: Hardware, gpus_per_pod: int, tp: int, multi_node: bool, checkpo
           "cold; a warm budget would kill it before it fills the cache")
     grace = PRESTOP_SECONDS + SHUTDOWN_TIMEOUT_SECONDS + GRACE_MARGIN_SECONDS
     d.add("termination_grace_period_seconds", f"{grace} s",
-          f"preStop {PRESTOP_SECONDS} s + --shutdown-timeout {SHUTDOWN_TIMEOUT_SECONDS} s + {GRACE_MARGIN_SECONDS} s margin")
+          f"preStop {PRESTOP_SECONDS} s + --shutdown-timeout {SHUTDOWN_TIMEOUT_SECONDS} s "
+          f"+ {GRACE_MARGIN_SECONDS} s margin")
     efa = hw.efa_max if multi_node else 0
     d.add("efa_devices_per_pod", str(efa), f"instance maximum {hw.efa_max} (multi-node)" if multi_node
           else "single node: no cross-node traffic")
@@ -152,7 +155,8 @@ def size_pod(hw: Hardware, gpus_per_pod: int, tp: int, multi_node: bool, checkpo
                    daemonset_reserve_cpu_millicores=reserve_cpu, daemonset_reserve_memory_bytes=reserve_mem,
                    ephemeral_storage_bytes=ephemeral, load_bandwidth_bytes_per_s=bw, model_source_kind=load.kind,
                    cache=cache,
-                   cache_read_bytes_per_s=cache_bw, cache_volume_bytes=cache_volume, cold_startup_seconds=cold, warm_startup_seconds=warm,
+                   cache_read_bytes_per_s=cache_bw, cache_volume_bytes=cache_volume, cold_startup_seconds=cold,
+                   warm_startup_seconds=warm,
                    startup_probe_seconds=startup,
                    shutdown_timeout_seconds=SHUTDOWN_TIMEOUT_SECONDS, prestop_seconds=PRESTOP_SECONDS,
                    termination_grace_period_seconds=grace, derivations=d.items)
@@ -180,7 +184,8 @@ def daemonset_reserve(d: Derivations, hw: Hardware, cpu: str | None, memory: str
     d.add("daemonset_reserve_cpu_millicores", f"{reserve_cpu}m", f"{given}; default {DEFAULT_DAEMONSET_RESERVE_CPU_M}m",
           f"requests of a typical EKS GPU node's DaemonSets ({items}) rounded up with room for one more agent")
     d.add("daemonset_reserve_memory_bytes", gib(reserve_mem),
-          f"{'set by flag' if memory is not None else 'default'}; default {gib_exact(DEFAULT_DAEMONSET_RESERVE_MEMORY)}",
+          f"{'set by flag' if memory is not None else 'default'}; "
+          f"default {gib_exact(DEFAULT_DAEMONSET_RESERVE_MEMORY)}",
           "same DaemonSets as the CPU reserve")
     return reserve_cpu, reserve_mem
 

@@ -74,8 +74,8 @@ def plan_pools(*, replicas: int, serve_max: int | None, phase_replicas: tuple[in
         start = sum(phase_replicas) if phase_replicas is not None else max(1, serve_min)
         extra = ray_upgrade_nodes(start, nodes_per_replica, gpus_per_pod, gpus_per_node)
         what = "the upgrade's second RayCluster"
-        why_extra = (f"{start} starting model copies ({'every prefill and decode copy' if phase_replicas else 'Serve min_replicas'}) "
-                     f"-> {extra} node(s)")
+        copies = "every prefill and decode copy" if phase_replicas else "Serve min_replicas"
+        why_extra = f"{start} starting model copies ({copies}) -> {extra} node(s)"
         note = ("KubeRay's NewCluster upgrade runs the new RayCluster beside the serving one until its Serve "
                 "applications are ready; without these GPUs the upgrade stays pending")
     else:
@@ -88,7 +88,8 @@ def plan_pools(*, replicas: int, serve_max: int | None, phase_replicas: tuple[in
           f"(pool nodes {nodes} + {what}: {why_extra}) x {gpus_per_node} GPUs", note)
     policy, root, (iops, throughput) = _root_volume(d, ephemeral_bytes * _pods_per_node(
         nodes_per_replica, gpus_per_pod, gpus_per_node), ephemeral_bytes, local_nvme_bytes)
-    target, target_what = (KEDA_QUEUE_TARGET, "KEDA target") if keda_target is None else (keda_target, "measured KEDA target")
+    target, target_what = ((KEDA_QUEUE_TARGET, "KEDA target") if keda_target is None
+                           else (keda_target, "measured KEDA target"))
     queue = max(2 * target, math.ceil(max_num_seqs / 4))
     d.add("queue_alert_threshold", str(queue), f"max(2 x {target_what} {target}, max_num_seqs {max_num_seqs} / 4)",
           "the queue alert means autoscaling is not keeping up, not that it is about to act")
@@ -132,7 +133,8 @@ def _root_volume(d: Derivations, node_ephemeral: int, pod_ephemeral: int,
     if local_nvme_bytes and node_ephemeral <= usable:
         root = math.ceil((OS_DISK_BYTES + IMAGE_DISK_BYTES) / step) * step
         d.add("instance_store_policy", "RAID0", f"ephemeral {gib(node_ephemeral)} per node fits the NVMe array "
-              f"({gib(local_nvme_bytes)} - 10% eviction threshold - {gib_exact(EPHEMERAL_KUBE_RESERVED_BYTES)} kube-reserved)",
+              f"({gib(local_nvme_bytes)} - 10% eviction threshold - "
+              f"{gib_exact(EPHEMERAL_KUBE_RESERVED_BYTES)} kube-reserved)",
               "kubelet and containerd use the array")
         d.add("root_volume_bytes", gib(root), f"{gib_exact(OS_DISK_BYTES)} OS + {gib_exact(IMAGE_DISK_BYTES)} image, "
               f"rounded up to {gib_exact(step)}; gp3 baseline {GP3_BASELINE[0]} IOPS, {GP3_BASELINE[1]} MiB/s",

@@ -127,7 +127,8 @@ def plan_quota(*, instance: str, vcpus_per_node: int | None, gpus_per_node: int,
     if topology in ("ray-serve", "disaggregated"):
         extra = ray_upgrade_nodes(low, *shape)
         nodes_peak = nodes_max + extra
-        upgrade = f"RayService NewCluster upgrade: a second RayCluster of {low} starting copies ({extra} node(s)) beside the first"
+        upgrade = (f"RayService NewCluster upgrade: a second RayCluster of {low} starting copies "
+                   f"({extra} node(s)) beside the first")
     else:
         kind = "LeaderWorkerSet" if topology == "multi-node" else "Deployment"
         top = pool.autoscaling_max_replicas
@@ -143,7 +144,8 @@ def plan_quota(*, instance: str, vcpus_per_node: int | None, gpus_per_node: int,
     def show(nodes: int) -> str:
         return f"{nodes * vcpu} vCPUs" if vcpu else f"{nodes} node(s), vCPUs unknown"
 
-    per = f"x {vcpu} vCPUs of {instance}" if vcpu else f"({instance} is not in the catalog: vCPUs unknown, give --vcpus)"
+    per = (f"x {vcpu} vCPUs of {instance}" if vcpu
+           else f"({instance} is not in the catalog: vCPUs unknown, give --vcpus)")
     d.add("quota_vcpus_min", show(nodes_min), f"{nodes_min} node(s) {per}; {why_min}")
     d.add("quota_vcpus_max", show(nodes_max), f"pool nodes {nodes_max} {per}; autoscaling maximum "
           f"{pool.autoscaling_max_replicas} replica(s)")
@@ -190,10 +192,12 @@ def check_quotas(q: QuotaPlan | None, quotas: dict[str, int], capacity_types: tu
             continue
         if q.quota_vcpus_per_node is None:
             raise InvalidOptionError("--quota: the vCPUs of the pool's instance are unknown (hardware outside "
-                                     f"the catalog: give --vcpus), so the quota cannot be checked (got '{key}={vcpus}')")
+                                     "the catalog: give --vcpus), so the quota cannot be checked "
+                                     f"(got '{key}={vcpus}')")
         for what, need, nodes in (("the autoscaling maximum", q.quota_vcpus_max, q.quota_nodes_max),
                                   ("the upgrade peak", q.quota_vcpus_upgrade_peak, q.quota_nodes_upgrade_peak)):
             if need is not None and need > vcpus:
                 raise QuotaShortfallError(
                     f"--quota {key}={vcpus}: {bucket_name(key)} is {need - vcpus} vCPUs short: the deployment "
-                    f"needs {need} vCPUs at {what} ({nodes} node(s) x {q.quota_vcpus_per_node} vCPUs), the quota is {vcpus}")
+                    f"needs {need} vCPUs at {what} ({nodes} node(s) x {q.quota_vcpus_per_node} vCPUs), "
+                    f"the quota is {vcpus}")

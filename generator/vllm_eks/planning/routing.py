@@ -51,8 +51,9 @@ EPP_SOURCE = ("gateway-api-inference-extension v1.5.0 pkg/epp/framework/plugins/
               "passes prefix-cache-scorer's parameters to that plugin")
 EPP_MAX_BLOCKS_SOURCE = ("gateway-api-inference-extension v1.5.0 approximateprefix/hashing.go: the prompt is cut to "
                          "maxPrefixBlocksToMatch blocks (default 256) before hashing")
-EPP_LRU_SOURCE = ("gateway-api-inference-extension v1.5.0 approximateprefix/indexer.go: one LRU of lruCapacityPerServer "
-                  "block hashes per server, used when autoTune finds no num_gpu_blocks (default 31250)")
+EPP_LRU_SOURCE = ("gateway-api-inference-extension v1.5.0 approximateprefix/indexer.go: "
+                  "one LRU of lruCapacityPerServer block hashes per server, "
+                  "used when autoTune finds no num_gpu_blocks (default 31250)")
 EPP_CHARS_PER_TOKEN = 4
 # Bytes the EPP's prefix index holds per entry: "each entry is about 358[B]" in
 # gateway-api-inference-extension v1.5.0 site-src/guides/epp-configuration/prefix-aware.md.

@@ -47,8 +47,8 @@ def parse_stage(value: str) -> tuple[Literal["s3", "pvc"], str | None]:
         return "pvc", None
     if value.startswith("pvc:") and CLAIM.match(value[4:]) and len(value) <= 4 + 253:
         return "pvc", value[4:]
-    raise InvalidOptionError(f"--stage {value!r}: give s3://BUCKET/PREFIX, pvc (a claim the chart creates) or pvc:CLAIM "
-                             "(an existing claim)")
+    raise InvalidOptionError(f"--stage {value!r}: give s3://BUCKET/PREFIX, pvc (a claim the chart creates) "
+                             "or pvc:CLAIM (an existing claim)")
 
 
 def plan_staging(stage: str, revision: str, hf_repo: str | None, model_source: str, weights_bytes: int,

@@ -91,9 +91,11 @@ class Choice(BaseModel):
     nodes: int
     max_num_seqs: int
     concurrency_per_replica: int = Field(description="Sequences one replica sustains: min(max_num_seqs, KV capacity)")
-    output_tokens_per_second_per_replica: float = Field(description="Estimated decode rate of one replica at that batch")
+    output_tokens_per_second_per_replica: float = Field(
+        description="Estimated decode rate of one replica at that batch")
     output_tokens_per_second: float = Field(description="Estimated output tokens/s of the deployment at the target")
-    output_tokens_per_second_per_request: float = Field(description="Estimated decode rate one request sees at the target")
+    output_tokens_per_second_per_request: float = Field(
+        description="Estimated decode rate one request sees at the target")
     usd_per_hour: float
     usd_per_million_output_tokens: float
     plan_command: str = Field(description="The `vllm-eks plan` command of this layout")
@@ -134,8 +136,9 @@ def _check(concurrency: int | None, tokens_per_second: float | None, max_model_l
         raise InvalidOptionError("--concurrency conflicts with --output-tokens-per-second: give one target")
     for flag, value, most in (("--concurrency", concurrency, MAX_CONCURRENCY),
                               ("--output-tokens-per-second", tokens_per_second, MAX_OUTPUT_TOKENS_PER_SECOND),
-                              ("--max-model-len", max_model_len, None), ("--max-nodes-per-replica", max_nodes_per_replica,
-                                                                         MAX_PIPELINE_STAGES), ("--top", top, None)):
+                              ("--max-model-len", max_model_len, None),
+                              ("--max-nodes-per-replica", max_nodes_per_replica, MAX_PIPELINE_STAGES),
+                              ("--top", top, None)):
         if value is None:
             continue
         if not value > 0 or math.isinf(value):
@@ -185,7 +188,7 @@ def step_seconds(a: Architecture, lay: _Layout, batch: float, max_model_len: int
     """Seconds of one decode step of `batch` sequences of model `a` on one replica (module
     docstring); None without the GPU's datasheet figures."""
     weights_step = decode_step(a, lay.hw, lay.tp, lay.pp, lay.weights_total)
-    if weights_step is None or not lay.hw.bf16_tflops:
+    if weights_step is None or not lay.hw.memory_bandwidth or not lay.hw.bf16_tflops:
         return None
     bandwidth = lay.hw.memory_bandwidth * DECODE_MBU
     kv = lay.pp * batch * (max_model_len / 2) * lay.kv_bytes_per_token_per_gpu / bandwidth
@@ -297,7 +300,8 @@ def recommend(model: str, max_model_len: int | None = None, concurrency: int | N
         if name not in shown:
             best = next(c for c in choices if c.instance == name)
             others.append(Rejected(instance=name, reason=(
-                f"${best.usd_per_million_output_tokens:.2f} per 1M output tokens at best (TP={best.tensor_parallel_size} "
+                f"${best.usd_per_million_output_tokens:.2f} per 1M output tokens at best "
+                f"(TP={best.tensor_parallel_size} "
                 f"x PP={best.pipeline_parallel_size}, rank {best.rank}): more than the top {top}")))
     return Recommendation(model=model_id, max_model_len=length, max_model_len_default=max_model_len is None,
                           target=target, capacity_type=capacity_type, region=region, max_nodes_per_replica=max_nodes,
@@ -306,7 +310,8 @@ def recommend(model: str, max_model_len: int | None = None, concurrency: int | N
 
 def _plan_command(model: str, lay: _Layout, length: int, source: str | None) -> str:
     return (f"vllm-eks plan --model {shlex.quote(model)} --instance {lay.hw.name} --tensor-parallel-size {lay.tp} "
-            f"--pipeline-parallel-size {lay.pp} --max-model-len {length}" + (f" --model-source {source}" if source else ""))
+            f"--pipeline-parallel-size {lay.pp} --max-model-len {length}"
+            + (f" --model-source {source}" if source else ""))
 
 
 def header(r: Recommendation) -> str:
@@ -319,7 +324,8 @@ def header(r: Recommendation) -> str:
                                             if r.max_model_len_default else "")
     return (f"vllm-eks recommend: {r.model}\n"
             f"  target: {target}, each request up to {length}\n"
-            f"  prices: {r.capacity_type}, {r.region} (catalog); at most {r.max_nodes_per_replica} node(s) per replica; "
+            f"  prices: {r.capacity_type}, {r.region} (catalog); "
+            f"at most {r.max_nodes_per_replica} node(s) per replica; "
             f"{len(r.choices)} feasible, priced layout(s)\n"
             f"  {r.estimate}\n")
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Union
 
 # One EngineArgs value: a scalar, or a JSON object for the config-valued fields
 # (kv_transfer_config).
-EngineValue = Union[bool, int, float, str, dict]
+EngineValue = bool | int | float | str | dict
 EngineSettings = dict[str, EngineValue]
 
 

@@ -137,7 +137,8 @@ class PoolPlan(Section):
     pool_gpu_limit: int = Field(description="nvidia.com/gpu limit of the NodePool")
     root_volume_bytes: int
     instance_store_policy: Literal["RAID0"] | None = Field(
-        description="RAID0: the node's NVMe disks hold kubelet and containerd storage (EC2NodeClass instanceStorePolicy)")
+        description="RAID0: the node's NVMe disks hold kubelet and containerd storage "
+                    "(EC2NodeClass instanceStorePolicy)")
     root_volume_iops: int = Field(description="gp3 IOPS of the root volume")
     root_volume_throughput_mib_s: int = Field(description="gp3 throughput of the root volume in MiB/s")
     queue_alert_threshold: int = Field(description="Requests waiting per engine that raise the queue alert")
@@ -192,7 +193,8 @@ class MeasuredPlan(Section):
     recommended_max_num_seqs: int = Field(description="max_num_seqs the sweep recommends (bench analyze)")
     kv_max_num_seqs: int = Field(description="Requests of the measured length the Plan's KV cache holds at once")
     max_num_seqs: int = Field(description="max_num_seqs written: the recommendation, clamped to the KV cache")
-    clamped: bool = Field(description="The recommendation exceeded what the KV cache (or max_num_batched_tokens) admits")
+    clamped: bool = Field(
+        description="The recommendation exceeded what the KV cache (or max_num_batched_tokens) admits")
     keda_queue_threshold: int = Field(description="KEDA target of vllm:num_requests_waiting per replica")
 
 
@@ -247,7 +249,8 @@ class StagingPlan(Section):
     staging_s3_uri: str | None = Field(description="s3://bucket/prefix of target s3")
     staging_claim_name: str | None = Field(description="Existing claim of target pvc; None: the chart creates one")
     staging_weights_bytes: int = Field(description="The checkpoint the Job copies (the Plan's weights)")
-    staging_claim_bytes: int | None = Field(description="storage request of the claim the chart creates; None otherwise")
+    staging_claim_bytes: int | None = Field(
+        description="storage request of the claim the chart creates; None otherwise")
     staging_bandwidth_bytes_per_s: int = Field(description="Download rate the copy time assumes")
     staging_copy_seconds: int = Field(description="Expected copy time: weights / bandwidth")
     staging_deadline_seconds: int = Field(description="The Job's activeDeadlineSeconds")
@@ -284,7 +287,8 @@ class Plan(BaseModel):
     pool: PoolPlan
     slo: SloPlan
     cost: CostPlan
-    routing: RoutingPlan | None = Field(None, description="None only for a plan.json written before routing was planned")
+    routing: RoutingPlan | None = Field(
+        None, description="None only for a plan.json written before routing was planned")
     quota: QuotaPlan | None = Field(None, description="None only for a plan.json written before quotas were planned")
     serve_autoscaling: ServeAutoscaling | None = None
     prefill: PhasePlan | None = None

@@ -54,6 +54,13 @@ _ACM_CERTIFICATE_ARN = r"arn:aws(-cn|-us-gov)?:acm:[a-z]{2}(-[a-z]+)+-[0-9]+:[0-
 ACM_CERTIFICATE_ARN = rf"^{_ACM_CERTIFICATE_ARN}$"
 OPTIONAL_ACM_CERTIFICATE_ARN = rf"^({_ACM_CERTIFICATE_ARN})?$"
 
+# Karpenter's capacity types (karpenter.sh/capacity-type); pools default to on-demand.
+CapacityType = Literal["on-demand", "spot", "reserved"]
+
+
+def on_demand() -> list[CapacityType]:
+    return ["on-demand"]
+
 
 class KubernetesObject(BaseModel):
     """A Kubernetes object the chart passes on as written (the API server checks the rest): only the

@@ -23,10 +23,12 @@ from vllm_eks.values.base import (
     DNS1123_SUBDOMAIN,
     EKS_CLUSTER_NAME,
     IMAGE_TAG,
+    CapacityType,
     Int32,
     LabelMap,
     Quantity,
     ValuesModel,
+    on_demand,
 )
 from vllm_eks.values.options import ValuesOptions, efa_zone
 
@@ -103,7 +105,8 @@ class DcgmService(ValuesModel):
 
 
 class DcgmExporter(DaemonSetValues):
-    service: DcgmService = Field(default_factory=DcgmService, description="ClusterIP Service in front of the exporter pods")
+    service: DcgmService = Field(default_factory=DcgmService,
+                                 description="ClusterIP Service in front of the exporter pods")
 
 
 class Discovery(ValuesModel):
@@ -163,7 +166,8 @@ class PlacementGroup(ValuesModel):
 
 
 class Budget(ValuesModel):
-    nodes: str = Field(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$", description="Nodes (count or percent) that may be disrupted at once")
+    nodes: str = Field(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$",
+                       description="Nodes (count or percent) that may be disrupted at once")
     reasons: list[Literal["Underutilized", "Empty", "Drifted"]] | None = Field(
         default=None, description="Disruption reasons this budget applies to; unset = all")
     schedule: str | None = Field(default=None, description="Cron schedule when the budget starts (with duration)")
@@ -188,8 +192,8 @@ class Disruption(ValuesModel):
 class PoolDefaults(ValuesModel):
     """Settings every pool inherits unless the pool sets the key itself (maps merge key by key)."""
 
-    capacity_types: list[Literal["on-demand", "spot", "reserved"]] = Field(
-        default_factory=lambda: ["on-demand"], min_length=1, description="Karpenter capacity types")
+    capacity_types: list[CapacityType] = Field(
+        default_factory=on_demand, min_length=1, description="Karpenter capacity types")
     zones: list[Zone] = Field(default_factory=list, description="Availability zones; one zone required on EFA pools")
     efa: bool = Field(default=False, description="Pool serves pods that request EFA interfaces")
     weight: int = Field(default=10, ge=1, le=100, description="NodePool weight (higher is tried first)")
@@ -233,7 +237,7 @@ class Pool(ValuesModel):
                                    "(`vllm-eks values` writes `<namespace>-<release>-<instance type>`)"))
     instance_types: list[InstanceType] = Field(min_length=1, description="EC2 instance types of the pool")
     gpu_limit: Int32 = Field(ge=1, description="NodePool limit on nvidia.com/gpu (GPUs of all its nodes)")
-    capacity_types: list[Literal["on-demand", "spot", "reserved"]] | None = Field(
+    capacity_types: list[CapacityType] | None = Field(
         default=None, min_length=1, description="Karpenter capacity types")
     zones: list[Zone] | None = Field(default=None, description="Availability zones; exactly one on EFA pools")
     efa: bool | None = Field(default=None, description="Pool serves pods that request EFA interfaces")
@@ -276,7 +280,8 @@ class GpuInfraValues(ValuesModel):
     # The EC2NodeClass alias family@version is at most 30 characters (bottlerocket@ leaves 17).
     ami_version: str = Field(pattern=AMI_VERSION, max_length=17,
                              description="Pinned AMI release for the alias family@version")
-    allow_latest_ami: bool = Field(default=False, description="Permit amiVersion latest (drifts every node on each release)")
+    allow_latest_ami: bool = Field(default=False,
+                                   description="Permit amiVersion latest (drifts every node on each release)")
     node_role: str = Field(default="", pattern=r"^([A-Za-z0-9+=,.@_-]{1,64})?$", description=(
         "IAM role name of the nodes (EC2NodeClass spec.role); empty: KarpenterNodeRole-<clusterName>"))
     discovery: Discovery = Field(description="Tag that selects subnets and security groups")
@@ -311,7 +316,8 @@ class GpuInfraValues(ValuesModel):
             resources=Resources(requests=_requests(DCGM_EXPORTER),
                                 limits=ResourceQuantities(cpu="500m", memory="1Gi"))),
         description="DCGM exporter: GPU metrics")
-    network_policy: NetworkPolicy = Field(default_factory=NetworkPolicy, description="NetworkPolicies of the DaemonSets")
+    network_policy: NetworkPolicy = Field(default_factory=NetworkPolicy,
+                                          description="NetworkPolicies of the DaemonSets")
 
     @field_validator("ec2_tags")
     @classmethod

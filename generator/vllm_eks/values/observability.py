@@ -46,7 +46,8 @@ PORT_NAME = r"^([a-z0-9]+-)*[a-z0-9]*[a-z][a-z0-9]*(-[a-z0-9]+)*$"
 
 class Target(ValuesModel):
     release: str = Field(default="vllm", min_length=1, max_length=53, pattern=DNS1123_LABEL,
-                         description="Helm release name of charts/vllm-inference (its app.kubernetes.io/instance label)")
+                         description="Helm release name of charts/vllm-inference "
+                                     "(its app.kubernetes.io/instance label)")
     namespace: str = Field(default="", max_length=63, pattern=OPTIONAL_DNS1123_LABEL,
                            description="Namespace of the model server; the ScaledObject is created there. "
                                        "Empty: the release namespace")
@@ -94,7 +95,8 @@ class DcgmMonitor(ValuesModel):
         default_factory=lambda: {"app.kubernetes.io/name": "gpu-infra",
                                  "app.kubernetes.io/component": "dcgm-exporter"},
         min_length=1, description="Labels selecting the DCGM exporter Service of charts/gpu-infra")
-    port: str = Field(default="metrics", pattern=PORT_NAME, max_length=15, description="Service port name serving /metrics")
+    port: str = Field(default="metrics", pattern=PORT_NAME, max_length=15,
+                      description="Service port name serving /metrics")
     job: str = Field(default="dcgm-exporter", min_length=1, pattern=LABEL_VALUE,
                      description="job label written on DCGM series; GPU alerts select on it")
     interval: Duration = Field(default="30s", pattern=DURATION_PATTERN, description="Scrape interval")
@@ -137,22 +139,26 @@ class Monitors(ValuesModel):
 
 class Dashboards(ValuesModel):
     enabled: bool = Field(default=True, description=(
-        "Render the Grafana dashboard ConfigMaps; uid, title and file name are per release, so releases do not overwrite each other"))
+        "Render the Grafana dashboard ConfigMaps; uid, title and file name are per release, "
+        "so releases do not overwrite each other"))
     sidecar_labels: LabelMap = Field(default_factory=lambda: {"grafana_dashboard": "1"}, min_length=1,
                                            description="Label the Grafana dashboard sidecar watches for")
     annotations: AnnotationMap = Field(default_factory=dict, description="Annotations on the dashboard ConfigMaps")
 
 
 class Slo(ValuesModel):
-    ttft_p99_seconds: float = Field(default=2.0, gt=0, description="p99 time to first token SLO (seconds); the generator derives it from the Plan")
-    tpot_p99_seconds: float = Field(default=0.1, gt=0, description="p99 time per output token SLO (seconds); the generator derives it from the Plan")
+    ttft_p99_seconds: float = Field(
+        default=2.0, gt=0, description="p99 time to first token SLO (seconds); the generator derives it from the Plan")
+    tpot_p99_seconds: float = Field(
+        default=0.1, gt=0,
+        description="p99 time per output token SLO (seconds); the generator derives it from the Plan")
 
 
 class Thresholds(ValuesModel):
     kv_cache_usage: float = Field(default=0.9, gt=0, le=1,
                                   description="KV cache usage that, with requests waiting, means short on memory")
-    queue_depth_per_replica: Int32 = Field(default=64, ge=1,
-                                         description="Requests waiting per engine, sustained, that mean short on compute")
+    queue_depth_per_replica: Int32 = Field(
+        default=64, ge=1, description="Requests waiting per engine, sustained, that mean short on compute")
     error_ratio: float = Field(default=0.05, gt=0, le=1, description="Fraction of requests ending in an engine error")
     preemptions_per_second: float = Field(default=0.1, gt=0, description="Preemptions per second")
     restarts: Int32 = Field(default=3, ge=1, description="Container restarts in 30 minutes that mean a restart loop")
@@ -322,7 +328,8 @@ def build_values(plan: Plan, options: ValuesOptions) -> ObservabilityValues:
         prometheus=Prometheus(monitor_labels={"release": options.prometheus_release_label}),
         metrics=Metrics(job=options.release),
         rules=Rules(thresholds=Thresholds(queue_depth_per_replica=plan.pool.queue_alert_threshold),
-                    slo=Slo(ttft_p99_seconds=plan.slo.slo_ttft_p99_seconds, tpot_p99_seconds=plan.slo.slo_tpot_p99_seconds)),
+                    slo=Slo(ttft_p99_seconds=plan.slo.slo_ttft_p99_seconds,
+                            tpot_p99_seconds=plan.slo.slo_tpot_p99_seconds)),
         cost=Cost(price_per_replica_hour_usd=plan.cost.cost_per_hour_usd or 0),
         autoscaling=autoscaling_for(plan),
     )

@@ -19,6 +19,8 @@ from vllm_eks.values.base import (
     IAM_ROLE_ARN,
     LABEL_VALUE,
     QUANTITY_PATTERN,
+    CapacityType,
+    on_demand,
 )
 
 ReservationId = Annotated[str, Field(pattern=CAPACITY_RESERVATION_ID, max_length=64)]
@@ -71,8 +73,8 @@ class ValuesOptions(BaseModel):
     # cluster / capacity (charts/gpu-infra)
     cluster_name: str = Field(default="my-cluster", pattern=EKS_CLUSTER_NAME, description=(
         "EKS cluster name (Karpenter discovery tag)."))
-    capacity_types: list[Literal["on-demand", "spot", "reserved"]] = Field(
-        default_factory=lambda: ["on-demand"], json_schema_extra={"flag": "--capacity-type"},
+    capacity_types: list[CapacityType] = Field(
+        default_factory=on_demand, json_schema_extra={"flag": "--capacity-type"},
         description="Karpenter capacity types (repeatable; default on-demand).")
     ami_family: Literal["al2023", "bottlerocket"] = "al2023"
     zone: str | None = Field(default=None, pattern=AVAILABILITY_ZONE, max_length=64, description=(

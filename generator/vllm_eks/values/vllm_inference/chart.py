@@ -412,7 +412,8 @@ class NetworkPolicy(ValuesModel):
         "namespace; multi-node and Ray pods of the release also reach each other on any port"))
     allowed_namespaces: list[Annotated[str, Field(pattern=DNS1123_LABEL)]] = Field(
         default_factory=list, description="Namespaces allowed to connect (e.g. the gateway and Prometheus namespaces)")
-    allow_same_namespace: bool = Field(True, description="Also admit pods of the release namespace (the helm test pod runs there)")
+    allow_same_namespace: bool = Field(
+        True, description="Also admit pods of the release namespace (the helm test pod runs there)")
 
 
 class Service(ValuesModel):
@@ -472,7 +473,8 @@ class VolumeMount(KubernetesObject):
 class EnvVar(ValuesModel):
     name: str = Field(pattern=ENV_NAME, description="Variable name")
     value: str | None = Field(None, description="Literal value (never a secret: use valueFrom)")
-    value_from: dict[str, Any] | None = Field(None, description="Kubernetes EnvVarSource (secretKeyRef, configMapKeyRef, ...)")
+    value_from: dict[str, Any] | None = Field(
+        None, description="Kubernetes EnvVarSource (secretKeyRef, configMapKeyRef, ...)")
 
 
 class Efa(ValuesModel):
@@ -546,7 +548,8 @@ class Diagnostics(ValuesModel):
     image: DiagnosticsImage = Field(default_factory=DiagnosticsImage, description="python3 image of the test pods")
     timeout_seconds: Int32 = Field(900, ge=30, description="Seconds each check may run in a pod (exec timeout)")
     gpu_topology: GpuTopologyCheck = Field(default_factory=GpuTopologyCheck, description="GPU interconnect check")
-    all_reduce: AllReduceCheck = Field(default_factory=AllReduceCheck, description="Cross-node all-reduce bandwidth check")
+    all_reduce: AllReduceCheck = Field(default_factory=AllReduceCheck,
+                                       description="Cross-node all-reduce bandwidth check")
 
 
 class RayImage(Image):
@@ -618,8 +621,10 @@ class DisaggregatedPhase(ValuesModel):
 
 
 class Disaggregated(ValuesModel):
-    prefill: DisaggregatedPhase = Field(default_factory=DisaggregatedPhase, description="Prefill pool (compute-bound: prompt processing)")
-    decode: DisaggregatedPhase = Field(default_factory=DisaggregatedPhase, description="Decode pool (memory-bound: token generation)")
+    prefill: DisaggregatedPhase = Field(default_factory=DisaggregatedPhase,
+                                        description="Prefill pool (compute-bound: prompt processing)")
+    decode: DisaggregatedPhase = Field(default_factory=DisaggregatedPhase,
+                                       description="Decode pool (memory-bound: token generation)")
 
 
 class VllmInferenceValues(ValuesModel):
@@ -635,8 +640,8 @@ class VllmInferenceValues(ValuesModel):
         "How a model copy is laid out. single-node: a Deployment, tensor parallel across one "
         "node's GPUs. multi-node: a LeaderWorkerSet, TP within each pod, pipeline stages across "
         "the pods of a group, vLLM's own multi-node launcher (leader serves, workers headless). "
-        "ray-serve: a KubeRay RayService running a Ray Serve LLM app. disaggregated: a RayService with prefill and decode pools joined "
-        "by NIXL KV transfer"))
+        "ray-serve: a KubeRay RayService running a Ray Serve LLM app. "
+        "disaggregated: a RayService with prefill and decode pools joined by NIXL KV transfer"))
     # at most the LeaderWorkerSet's maximum (1,000,000 groups), the strictest of the workloads
     replicas: int = Field(1, ge=0, le=1_000_000, description=(
         "Model copies: pods (single-node) or LeaderWorkerSet groups (multi-node); ray-serve and "
@@ -650,7 +655,8 @@ class VllmInferenceValues(ValuesModel):
     model: Model = Field(default_factory=Model, description="What to serve and where it comes from")
     engine: Engine = Field(default_factory=Engine, description="How vLLM is started")
     gpu: Gpu = Field(default_factory=Gpu, description="GPUs per pod")
-    resources: Resources = Field(default_factory=Resources, description="CPU, memory and ephemeral-storage of the vLLM container")
+    resources: Resources = Field(default_factory=Resources,
+                                 description="CPU, memory and ephemeral-storage of the vLLM container")
     efa: Efa = Field(default_factory=Efa, description="Elastic Fabric Adapter interfaces of the GPU pods")
     nccl: Nccl = Field(default_factory=Nccl, description="NCCL settings of multi-node and EFA pods")
     multi_node: MultiNode = Field(default_factory=MultiNode, description="topology multi-node (LeaderWorkerSet)")
@@ -675,7 +681,8 @@ class VllmInferenceValues(ValuesModel):
     network_policy: NetworkPolicy = Field(default_factory=NetworkPolicy, description="Ingress NetworkPolicy")
     service: Service = Field(default_factory=Service, description="Service in front of the pods")
     service_account: ServiceAccount = Field(default_factory=ServiceAccount, description="ServiceAccount of the pods")
-    pod_disruption_budget: PodDisruptionBudget = Field(default_factory=PodDisruptionBudget, description="PodDisruptionBudget")
+    pod_disruption_budget: PodDisruptionBudget = Field(default_factory=PodDisruptionBudget,
+                                                       description="PodDisruptionBudget")
     test: HelmTest = Field(default_factory=HelmTest, description="helm test smoke request")
     staging: Staging = Field(default_factory=Staging, description=(
         "Staging Job: copy a Hugging Face repo once into S3 or a PersistentVolumeClaim (resumable, progress in "
@@ -694,9 +701,12 @@ class VllmInferenceValues(ValuesModel):
     pod_labels: LabelMap = Field(default_factory=dict, description=(
         "Extra labels on the pods; not the labels the chart sets (the selector labels among them)"))
     pod_annotations: AnnotationMap = Field(default_factory=dict, description="Extra annotations on the pods")
-    extra_env: list[EnvVar] = Field(default_factory=list, description="Extra environment variables of the vLLM container")
-    extra_volumes: list[Volume] = Field(default_factory=list, description="Extra pod volumes (Kubernetes Volume objects)")
-    extra_volume_mounts: list[VolumeMount] = Field(default_factory=list, description="Extra volumeMounts of the vLLM container")
+    extra_env: list[EnvVar] = Field(default_factory=list,
+                                    description="Extra environment variables of the vLLM container")
+    extra_volumes: list[Volume] = Field(default_factory=list,
+                                        description="Extra pod volumes (Kubernetes Volume objects)")
+    extra_volume_mounts: list[VolumeMount] = Field(default_factory=list,
+                                                   description="Extra volumeMounts of the vLLM container")
 
 
 # --------------------------------------------------------------------------------------------
@@ -737,7 +747,9 @@ _SOURCE_FLAGS = {
             ("--fsx-mount-name", "fsx_mount_name")),
     "mountpoint-s3": (("--s3-mount-bucket", "s3_mount_bucket"),),
 }
-_OPTIONAL_FLAGS = {"mountpoint-s3": (("--s3-mount-prefix", "s3_mount_prefix"), ("--s3-mount-region", "s3_mount_region"))}
+_OPTIONAL_FLAGS = {
+    "mountpoint-s3": (("--s3-mount-prefix", "s3_mount_prefix"), ("--s3-mount-region", "s3_mount_region")),
+}
 
 
 def _check_source_flags(kind: str, options: ValuesOptions) -> None:
@@ -827,7 +839,8 @@ def _cache(plan: Plan, options: ValuesOptions) -> Cache:
     if options.cache_pvc:
         if len(given) > 1:
             raise InvalidOptionError(
-                f"--cache-pvc names an existing claim; {', '.join(given[1:])} size a claim the chart creates: give one or the other")
+                f"--cache-pvc names an existing claim; {', '.join(given[1:])} size a claim the chart creates: "
+                "give one or the other")
         return Cache(type="pvc", pvc=CachePvc(claim_name=options.cache_pvc, access_mode="ReadWriteMany"))
     return Cache(type="pvc", pvc=CachePvc(
         # whole GiB, rounded up: a claim's size is what storage classes provision in

@@ -60,7 +60,8 @@ def check_routing(plan: Plan, options: ValuesOptions) -> None:
             fits = plan_alb_max_model_len(routing, plan.slo)
             raise InvalidOptionError(
                 f"--routing alb: a full-length response at --max-model-len {plan.memory.max_model_len} takes about "
-                f"{routing.longest_stream_seconds} s, not below the ALB's {ALB_IDLE_TIMEOUT_MAX_SECONDS} s idle-timeout "
+                f"{routing.longest_stream_seconds} s, not below the ALB's "
+                f"{ALB_IDLE_TIMEOUT_MAX_SECONDS} s idle-timeout "
                 f"maximum; use --max-model-len {fits} or less, or --routing "
                 + ("service" if topology in ON_RAY else "gateway or --routing service"))
 

@@ -39,7 +39,8 @@ EPP_IMAGE_TAG = "v1.5.0"
 # A Gateway API Duration (GEP-2257), as the pinned HTTPRoute CRD's timeouts fields check it.
 GATEWAY_DURATION = r"^([0-9]{1,5}(h|m|s|ms)){1,4}$"
 # A regional WAFv2 web ACL ARN, or empty.
-OPTIONAL_WAFV2_ACL_ARN = r"^(arn:aws(-cn|-us-gov)?:wafv2:[a-z]{2}(-[a-z]+)+-[0-9]+:[0-9]{12}:regional/webacl/[A-Za-z0-9_-]{1,128}/[a-f0-9-]{1,64})?$"
+OPTIONAL_WAFV2_ACL_ARN = (r"^(arn:aws(-cn|-us-gov)?:wafv2:[a-z]{2}(-[a-z]+)+-[0-9]+:[0-9]{12}"
+                          r":regional/webacl/[A-Za-z0-9_-]{1,128}/[a-f0-9-]{1,64})?$")
 # A Gateway API listener name (SectionName), or empty.
 OPTIONAL_SECTION_NAME = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$"
 # An HTTPRoute / Ingress hostname: a DNS name, optionally with one leading wildcard label.
