@@ -9,6 +9,7 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 from pydantic import ValidationError
@@ -210,14 +211,13 @@ def _command_line(ctx: click.Context) -> str:
 
 
 @main.command()
-@click.option("--model", required=True, help="Catalog id, Hugging Face repo id (ORG/NAME[@REVISION], read from the Hub "
-              "when the catalog lacks it), or path to a config.json.")
-@click.option("--hf-token-file", help="File holding a Hugging Face token, to read a gated --model repo from the Hub "
-                                      "(default: the HF_TOKEN environment variable).")
-@click.option("--max-model-len", type=int, help="Context every layout must hold (default: the model's maximum, at most 8192).")
+@model_options(PlanRequest, order=("model", "hf_token_file"))
+@click.option("--max-model-len", type=int,
+              help="Context every layout must hold (default: the model's maximum, at most 8192).")
 @click.option("--concurrency", type=int, help="Target: requests in flight at once, each up to --max-model-len "
               "(default 32 when no --output-tokens-per-second is given).")
-@click.option("--output-tokens-per-second", type=float, help="Target: output tokens per second of the whole deployment.")
+@click.option("--output-tokens-per-second", type=float,
+              help="Target: output tokens per second of the whole deployment.")
 @click.option("--region", default="us-east-1", show_default=True,
               help="AWS region of the prices (the catalog holds us-east-1 on-demand prices).")
 @click.option("--capacity-type", type=click.Choice(["on-demand", "spot"]), default="on-demand", show_default=True)
@@ -269,7 +269,8 @@ def check_fit_command(scenario_dir: Path, helm: str | None, quotas: tuple[str, .
             # a node outside the catalog: the figures the plan sized it by
             outside = hardware_from_record(saved.hardware) if saved.hardware else None
         except (ValueError, KeyError, TypeError) as e:
-            _fail(f"{plan_file}: not a plan.json `vllm-eks values` writes ({type(e).__name__}: {str(e).splitlines()[0]})")
+            first_line = str(e).splitlines()[0]
+            _fail(f"{plan_file}: not a plan.json `vllm-eks values` writes ({type(e).__name__}: {first_line})")
     elif limits:
         _fail(f"--quota: {plan_file} is missing, so there are no quota figures to check")
     check_quotas(quota, limits)
@@ -295,11 +296,12 @@ def catalog_models(as_json: bool) -> None:
     from vllm_eks.catalog.models import resolve_model
     from vllm_eks.model.weights import total_parameters
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for m in model_catalog().values():
         a = resolve_model(m.id).architecture
+        attention = "MLA" if a.mla else ("GQA" if a.num_kv_heads < a.num_attention_heads else "MHA")
         rows.append({"id": m.id, "hf_repo": m.hf_repo, "layers": a.num_layers, "heads": a.num_attention_heads,
-                     "kv_heads": a.num_kv_heads, "attention": "MLA" if a.mla else ("GQA" if a.num_kv_heads < a.num_attention_heads else "MHA"),
+                     "kv_heads": a.num_kv_heads, "attention": attention,
                      "moe": bool(a.moe), "sliding_window": a.has_sliding_window,
                      "quantization": a.quantization.method if a.quantization else None,
                      "parameters_b": round(total_parameters(a) / 1e9, 2), "max_position": a.max_position_embeddings})
@@ -321,7 +323,7 @@ def catalog_models(as_json: bool) -> None:
 def catalog_instances(as_json: bool) -> None:
     """GPU instance types: vCPUs, memory, GPUs, the memory CUDA reports, EFA, node allocatable
     (Karpenter's formula) and the on-demand price with the date it was read."""
-    rows = [{"instance": h.name, "gpu": h.gpu, "gpus": h.gpus_per_node,
+    rows: list[dict[str, Any]] = [{"instance": h.name, "gpu": h.gpu, "gpus": h.gpus_per_node,
              "cuda_gib_per_gpu": round(h.gpu_memory_bytes / GIB, 2), "interconnect": h.interconnect,
              "efa_max": h.efa_max, "alloc_cpu_m": h.alloc_cpu_millicores,
              "alloc_memory_gib": round(h.alloc_memory_bytes / GIB, 1), "usd_per_hour": h.usd_per_hour,

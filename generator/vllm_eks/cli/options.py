@@ -45,7 +45,7 @@ def option_for(name: str, info: FieldInfo) -> Callable:
     """One click option for one field; the parameter keeps the field's name."""
     extra = _extra(info)
     flag = flag_name(name, info)
-    aliases = [str(a) for a in extra.get("aliases", ())]  # type: ignore[union-attr]
+    aliases = [str(a) for a in extra.get("aliases", ())]
     annotation = _strip_optional(info.annotation)
     kwargs: dict[str, Any] = {"help": info.description}
     if info.is_required():

@@ -99,8 +99,8 @@ class ValuesOptions(BaseModel):
                                      description="Gateway the HTTPRoute attaches to (routing gateway)")
     gateway_namespace: str | None = Field(default=None, pattern=DNS1123_LABEL, max_length=63,
                                           description="Namespace of that Gateway (default: the release namespace)")
-    alb_certificate_arn: str | None = Field(default=None, pattern=ACM_CERTIFICATE_ARN, max_length=2048,
-                                            description="With --routing alb: ACM certificate ARN of the HTTPS listener.")
+    alb_certificate_arn: str | None = Field(default=None, pattern=ACM_CERTIFICATE_ARN, max_length=2048, description=(
+        "With --routing alb: ACM certificate ARN of the HTTPS listener."))
     alb_scheme: Literal["internal", "internet-facing"] = Field(default="internal", description=(
         "With --routing alb: the load balancer's scheme."))
     api_key_secret: str | None = Field(default=None, pattern=DNS1123_SUBDOMAIN, max_length=253, description=(
