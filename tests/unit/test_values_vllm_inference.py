@@ -193,7 +193,7 @@ def test_model_uses_camel_case_and_forbids_unknown_keys() -> None:
 
 
 def test_values_yaml_defaults_equal_the_model_defaults() -> None:
-    """values.yaml is written by hand for its comments; its values must be the model's defaults."""
+    """values.yaml is generated from the model (make schemas): its values are the model's defaults."""
     committed = yaml.safe_load((CHART / "values.yaml").read_text())
     expected = VllmInferenceValues().model_dump(mode="json", by_alias=True, exclude_none=True)
     assert committed == expected

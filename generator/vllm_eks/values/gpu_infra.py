@@ -101,7 +101,8 @@ class DaemonSetValues(ValuesModel):
 
 
 class DcgmService(ValuesModel):
-    port: int = Field(default=9400, ge=1, le=65535, description="Service and container port of the metrics endpoint")
+    port: int = Field(default=9400, ge=1, le=65535, description=(
+        "Port of the ClusterIP Service (port name `metrics`) and of the container"))
 
 
 class DcgmExporter(DaemonSetValues):
@@ -111,28 +112,32 @@ class DcgmExporter(DaemonSetValues):
 
 class Discovery(ValuesModel):
     tag_key: str = Field(default="karpenter.sh/discovery", pattern=AWS_TAG_KEY,
-                         description="Tag key on the subnets and security groups Karpenter may use")
+                         description="Tag key that marks the subnets and security groups Karpenter may use")
     tag_value: str = Field(default="", max_length=256, pattern=AWS_TAG_VALUE,
-                           description="Tag value; empty: clusterName (the Karpenter getting-started convention)")
+                           description="Tag value. Empty: `clusterName` (the Karpenter getting-started guide's tag)")
 
 
 class MetadataOptions(ValuesModel):
-    http_endpoint: Literal["enabled", "disabled"] = Field(default="enabled", description="IMDS endpoint on or off")
+    http_endpoint: Literal["enabled", "disabled"] = Field(default="enabled", description=(
+        "IMDS endpoint: `enabled` (Karpenter and the kubelet need it) or `disabled`"))
     http_protocol_ipv6: Literal["enabled", "disabled"] = Field(
         default="disabled", alias="httpProtocolIPv6", description="IMDS over IPv6")
     http_put_response_hop_limit: int = Field(
         default=1, ge=1, le=64,
-        description="1 keeps pods (one hop away) from reaching the node's IMDS credentials")
-    http_tokens: Literal["required", "optional"] = Field(default="required", description="required = IMDSv2 only")
+        description=(
+            "Hops an IMDS response may travel: 1 = the node only, so pods (one hop away) cannot reach the node "
+            "role's IMDS credentials"))
+    http_tokens: Literal["required", "optional"] = Field(default="required", description=(
+        "`required` = IMDSv2 session tokens only"))
 
 
 class SecurityExceptions(ValuesModel):
     """Insecure node settings the chart refuses unless the matching key says they are meant."""
     imdsv1: bool = Field(default=False, description=(
-        "Permit metadataOptions.httpTokens optional (IMDSv1: credentials readable without a session token)"))
+        "Permit `metadataOptions.httpTokens: optional` (IMDSv1: credentials readable without a token)"))
     pod_imds_access: bool = Field(default=False, description=(
-        "Permit metadataOptions.httpPutResponseHopLimit above 1 (pods can read the node role's credentials)"))
-    unencrypted_volumes: bool = Field(default=False, description="Permit rootVolume.encrypted false on a pool")
+        "Permit `metadataOptions.httpPutResponseHopLimit` above 1 (pods reach the node role's credentials)"))
+    unencrypted_volumes: bool = Field(default=False, description="Permit `rootVolume.encrypted: false` on a pool")
 
 
 class RootVolume(ValuesModel):
@@ -141,8 +146,10 @@ class RootVolume(ValuesModel):
     iops: int = Field(default=GP3_IOPS, ge=3000, le=16000, description="gp3 IOPS (3000-16000)")
     throughput: int = Field(default=GP3_THROUGHPUT_MIBPS, ge=125, le=1000,
                             description="gp3 throughput in MiB/s (125-1000, at most IOPS/4)")
-    encrypted: bool = Field(default=True, description="Encrypt the volume")
-    kms_key_id: str | None = Field(default=None, description="KMS key ARN; unset = the account's default EBS key")
+    encrypted: bool = Field(default=True, description=(
+        "Encrypt the volume (with `kmsKeyId`, a KMS key ARN, if set; else the account's default EBS key)"))
+    kms_key_id: str | None = Field(default=None, description=(
+        "KMS key ARN that encrypts the volume; unset = the account's default EBS key"))
 
 
 class CapacityReservationTerm(ValuesModel):
@@ -177,35 +184,61 @@ class Budget(ValuesModel):
 
 class Disruption(ValuesModel):
     consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = Field(
-        default="WhenEmpty", description="WhenEmpty: never move a serving pod to pack nodes tighter")
+        default="WhenEmpty", description=(
+            "`WhenEmpty`: only nodes without serving pods are consolidated. `WhenEmptyOrUnderutilized` would evict "
+            "model servers to save a fraction of a node"))
     consolidate_after: str = Field(default="10m", pattern=r"^(([0-9]+(s|m|h))+|Never)$",
-                                   description="Wait this long after a node empties before removing it")
+                                   description=(
+                                       "Keep an empty node this long before removing it, so a pod being rescheduled "
+                                       "or a scale-up right after a scale-down finds a warm node instead of a cold "
+                                       "boot"))
     budgets: list[Budget] = Field(default_factory=lambda: [Budget(nodes="1")], min_length=1, description=(
-        "At most this many nodes of the pool disrupted at once (at least one budget)"))
+        "Karpenter disruption budgets (at least one). The default, one node of the pool at a time (drift to a new "
+        "AMI, emptiness), replaces replicas one by one, so the PodDisruptionBudget is not the only guard"))
     expire_after: str = Field(default="720h", pattern=r"^(([0-9]+(s|m|h))+|Never)$",
-                              description="Replace nodes this long after launch (patching)")
+                              description=(
+                                  "Replace nodes after 30 days so they pick up patched AMIs. Expiry is forceful "
+                                  "(budgets do not delay it) but the drain still honours PodDisruptionBudgets"))
     termination_grace_period: str | None = Field(
         default=None, pattern=r"^([0-9]+(s|m|h))+$",
-        description="Force node drain after this long; unset = wait for PodDisruptionBudgets")
+        description="Force the drain after this long; unset = wait for PodDisruptionBudgets indefinitely")
 
 
 class PoolDefaults(ValuesModel):
     """Settings every pool inherits unless the pool sets the key itself (maps merge key by key)."""
 
     capacity_types: list[CapacityType] = Field(
-        default_factory=on_demand, min_length=1, description="Karpenter capacity types")
-    zones: list[Zone] = Field(default_factory=list, description="Availability zones; one zone required on EFA pools")
-    efa: bool = Field(default=False, description="Pool serves pods that request EFA interfaces")
-    weight: int = Field(default=10, ge=1, le=100, description="NodePool weight (higher is tried first)")
-    labels: LabelMap = Field(default_factory=dict, description="Extra node labels")
+        default_factory=on_demand, min_length=1, description=(
+            "Karpenter capacity types: `on-demand`, `spot`, `reserved` (ODCR or Capacity Blocks; needs "
+            "`capacityReservations`)"))
+    zones: list[Zone] = Field(default_factory=list, description=(
+        "Availability zones (empty = any). EFA pools need exactly one: EFA does not cross zones"))
+    efa: bool = Field(default=False, description=(
+        "The pool serves pods requesting `vpc.amazonaws.com/efa`: the EFA device plugin runs there"))
+    weight: int = Field(default=10, ge=1, le=100, description=(
+        "NodePool weight (1-100): higher-weight pools are tried first, e.g. reserved before on-demand"))
+    labels: LabelMap = Field(default_factory=dict, description=(
+        "Extra node labels (the `vllm-eks.io/pool` label is always set)"))
     instance_store_policy: Literal["RAID0"] | None = Field(
-        default=None, description="RAID0: put kubelet and containerd storage on the local NVMe disks")
+        default=None, description=(
+            "`RAID0` puts the kubelet and containerd storage (images, emptyDir) on the instance's NVMe disks, "
+            "striped. Set it on pools whose instances have local NVMe"))
     root_volume: RootVolume = Field(default_factory=RootVolume,
-                                    description="Root (AL2023) or data (Bottlerocket) volume")
+                                    description=(
+                                        "The volume that holds images and ephemeral storage when there is no "
+                                        "instance store: the root volume on AL2023, the data volume (/dev/xvdb) on "
+                                        "Bottlerocket. Sized for the OS, the serving image and the model cache; gp3 "
+                                        "at full IOPS and throughput so weights load fast"))
     capacity_reservations: list[CapacityReservationTerm] = Field(
-        default_factory=list, description="ODCR / Capacity Block selector terms (need capacity type reserved)")
-    placement_group: PlacementGroup | None = Field(default=None, description="Cluster placement group (EFA pools)")
-    disruption: Disruption = Field(default_factory=Disruption, description="Karpenter disruption settings")
+        default_factory=list, description=(
+            "Capacity reservation selector terms (ODCR and Capacity Blocks), each with `id`, or with "
+            "`tags`/`ownerId`/`instanceMatchCriteria`. Karpenter launches into them with capacity type `reserved`"))
+    placement_group: PlacementGroup | None = Field(default=None, description=(
+        "Cluster placement group, `{name: ...}` or `{id: pg-...}`, for EFA pools (low latency between the nodes of "
+        "one model replica)"))
+    disruption: Disruption = Field(default_factory=Disruption, description=(
+        "Disruption keeps serving pods where they are. A GPU node takes minutes to boot and load a model, so "
+        "Karpenter must not move pods merely to pack nodes tighter"))
 
 
 class RootVolumeOverride(ValuesModel):
@@ -268,54 +301,105 @@ class NetworkPolicyPeer(ValuesModel):
 
 
 class NetworkPolicy(ValuesModel):
-    enabled: bool = Field(default=True, description="Render a NetworkPolicy per DaemonSet")
+    enabled: bool = Field(default=True, description=(
+        "Render a NetworkPolicy per DaemonSet: no egress, no ingress except the exporter's metrics port"))
     metrics_from: list[NetworkPolicyPeer] = Field(
-        default_factory=list, description="NetworkPolicy peers allowed to scrape the DCGM exporter (empty = any)")
+        default_factory=list, description=(
+            "NetworkPolicy peers allowed to scrape the DCGM exporter (empty = any source), e.g. "
+            "`[{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}}]`"))
 
 
 class GpuInfraValues(ValuesModel):
+    """Values of charts/gpu-infra. `vllm-eks values` writes a file of this shape from the same Plan
+    as the model server, so pool labels, taints, EFA needs and GPU limits agree by construction.
+
+    Install the chart into a namespace labelled for privileged Pod Security, because the device
+    plugins and the exporter need host access (see each DaemonSet below):
+      kubectl create namespace gpu-infra
+      kubectl label namespace gpu-infra pod-security.kubernetes.io/enforce=privileged"""
+
     cluster_name: str = Field(min_length=1, pattern=EKS_CLUSTER_NAME, description=(
-        "EKS cluster name; the defaults of nodeRole and discovery.tagValue derive from it"))
-    ami_family: Literal["al2023", "bottlerocket"] = Field(default="al2023", description="EKS optimized AMI family")
+        "EKS cluster name. Unless set, the node role is `KarpenterNodeRole-<clusterName>` and subnets and security "
+        "groups are found by the tag `karpenter.sh/discovery: <clusterName>` (nodeRole and discovery.tagValue "
+        "default to it), as in the Karpenter getting-started guide"))
+    ami_family: Literal["al2023", "bottlerocket"] = Field(default="al2023", description=(
+        "EKS optimized AMI family of every pool: `al2023` or `bottlerocket`. Bottlerocket NVIDIA AMIs run the "
+        "NVIDIA device plugin themselves, so `nvidiaDevicePlugin.enabled` must be false there"))
     # The EC2NodeClass alias family@version is at most 30 characters (bottlerocket@ leaves 17).
     ami_version: str = Field(pattern=AMI_VERSION, max_length=17,
-                             description="Pinned AMI release for the alias family@version")
-    allow_latest_ami: bool = Field(default=False,
-                                   description="Permit amiVersion latest (drifts every node on each release)")
+                             description=(
+                                 "AMI release, pinned: the alias becomes `<amiFamily>@<amiVersion>` "
+                                 "(al2023@v20260903, bottlerocket@v1.65.0). A new release then arrives only when "
+                                 "you change this value, as a drift that Karpenter rolls out under the pools' "
+                                 "disruption budgets"))
+    allow_latest_ami: bool = Field(default=False, description=(
+        "Permit `amiVersion: latest`. Off by default: `latest` drifts every GPU node whenever AWS publishes an AMI, "
+        "restarting every model server"))
     node_role: str = Field(default="", pattern=r"^([A-Za-z0-9+=,.@_-]{1,64})?$", description=(
-        "IAM role name of the nodes (EC2NodeClass spec.role); empty: KarpenterNodeRole-<clusterName>"))
+        "IAM role of the nodes (EC2NodeClass `spec.role`); Karpenter creates the instance profile. Empty: "
+        "`KarpenterNodeRole-<clusterName>`"))
     discovery: Discovery = Field(description="Tag that selects subnets and security groups")
     ec2_tags: dict[str, Ec2TagValue] = Field(
         default_factory=lambda: {"workload": "llm-inference"},
-        description=("Tags on instances and volumes, for cost allocation. Not the aws: prefix, "
-                     "kubernetes.io/cluster*, eks:eks-cluster-name or Karpenter's own keys "
-                     "(karpenter.sh/nodepool, karpenter.sh/nodeclaim, karpenter.k8s.aws/ec2nodeclass)"))
-    metadata_options: MetadataOptions = Field(default_factory=MetadataOptions, description="IMDS settings")
+        description=(
+            "Tags on every instance, volume and network interface Karpenter launches (cost allocation). Not the "
+            "`aws:` prefix, `kubernetes.io/cluster*`, `eks:eks-cluster-name` or Karpenter's own keys "
+            "(`karpenter.sh/nodepool`, `karpenter.sh/nodeclaim`, `karpenter.k8s.aws/ec2nodeclass`)"))
+    metadata_options: MetadataOptions = Field(default_factory=MetadataOptions, description=(
+        "IMDS of the nodes. With IMDSv2 required and a hop limit of 1, a pod (one network hop further than the "
+        "node) cannot read the node role's credentials; pods get AWS access from EKS Pod Identity or IRSA instead"))
     security_exceptions: SecurityExceptions = Field(
-        default_factory=SecurityExceptions, description="Explicit permission for insecure node settings")
+        default_factory=SecurityExceptions, description=(
+            "The chart refuses node settings that expose credentials or data unless the matching key here says the "
+            "exception is meant"))
     priority_class_name: str = Field(default="system-node-critical", pattern=DNS1123_SUBDOMAIN, max_length=253,
-                                     description="Priority class of the DaemonSets")
-    pool_defaults: PoolDefaults = Field(default_factory=PoolDefaults, description="Settings every pool inherits")
-    pools: list[Pool] = Field(min_length=1, description="GPU pools")
+                                     description=(
+                                         "Priority class of the DaemonSets: a GPU node without its device plugin or "
+                                         "exporter is useless, so they may preempt ordinary pods"))
+    pool_defaults: PoolDefaults = Field(default_factory=PoolDefaults, description=(
+        "Settings every pool inherits. A pool overrides a key by setting it; maps (rootVolume, disruption) merge "
+        "key by key, lists replace"))
+    pools: list[Pool] = Field(min_length=1, description=(
+        "GPU pools: one NodePool and one EC2NodeClass each, named after the pool. Each needs `name` (also the value "
+        "of the `vllm-eks.io/pool` node label the model-server pods select; cluster-scoped, so unique in the "
+        "cluster: `vllm-eks values` writes `<namespace>-<release>-<instance type>`), `instanceTypes` and `gpuLimit` "
+        "(NodePool `limits` on `nvidia.com/gpu`; Karpenter counts every node's GPUs, so nodes × GPUs per node; the "
+        "generator adds one replica group for rolling updates); any `poolDefaults` key may be overridden"))
     nvidia_device_plugin: DaemonSetValues = Field(
         default_factory=lambda: DaemonSetValues(
             image=Image(repository=NVIDIA_DEVICE_PLUGIN_IMAGE, tag=NVIDIA_DEVICE_PLUGIN_TAG),
             resources=Resources(requests=_requests(NVIDIA_DEVICE_PLUGIN),
                                 limits=ResourceQuantities(cpu="200m", memory="256Mi"))),
-        description="NVIDIA device plugin (AL2023 only; built into Bottlerocket NVIDIA AMIs)")
+        description=(
+            "NVIDIA device plugin: advertises `nvidia.com/gpu` on AL2023 GPU nodes. Bottlerocket NVIDIA AMIs and "
+            "EKS Auto Mode run their own (two plugins would fight over the same kubelet socket), so `enabled` must "
+            "be false with `amiFamily: bottlerocket`. Runs on nodes of these pools with Karpenter's "
+            "`karpenter.k8s.aws/instance-gpu-count` label. Privileges: root (the kubelet's device-plugins directory "
+            "is root-owned), a hostPath mount of /var/lib/kubelet/device-plugins; no capabilities, no privilege "
+            "escalation. Image pinned to NVIDIA/k8s-device-plugin v0.19.3"))
     efa_device_plugin: DaemonSetValues = Field(
         default_factory=lambda: DaemonSetValues(
             enabled=False,
             image=Image(repository=EFA_DEVICE_PLUGIN_IMAGE, tag=EFA_DEVICE_PLUGIN_TAG),
             resources=Resources(requests=_requests(EFA_DEVICE_PLUGIN),
                                 limits=ResourceQuantities(cpu="100m", memory="128Mi"))),
-        description="EFA device plugin (on EFA pools)")
+        description=(
+            "EFA device plugin: advertises `vpc.amazonaws.com/efa` on the nodes of EFA pools; `enabled` is required "
+            "when a pool has `efa: true`. Privileges: root, host network (it reports the node's EFA devices), "
+            "hostPath mounts of the kubelet device-plugins directory and /dev/infiniband; no capabilities, no "
+            "privilege escalation. The image (aws/eks-charts aws-efa-k8s-device-plugin v0.5.21-eksbuild.13) is "
+            "served by the EKS account 602401143452 in every region: use your region's registry"))
     dcgm_exporter: DcgmExporter = Field(
         default_factory=lambda: DcgmExporter(
             image=Image(repository=DCGM_EXPORTER_IMAGE, tag=DCGM_EXPORTER_TAG),
             resources=Resources(requests=_requests(DCGM_EXPORTER),
                                 limits=ResourceQuantities(cpu="500m", memory="1Gi"))),
-        description="DCGM exporter: GPU metrics")
+        description=(
+            "DCGM exporter: GPU utilisation, memory, temperature, XID errors on port 9400 (a DaemonSet and its "
+            "Service). Privileges: root and CAP_SYS_ADMIN (DCGM's profiling metrics need it), a read-only hostPath "
+            "mount of the kubelet pod-resources socket to map GPUs to pods. It reads all GPUs through the NVIDIA "
+            "runtime (NVIDIA_VISIBLE_DEVICES=all) without requesting `nvidia.com/gpu`. Distroless is the only image "
+            "published from 4.5.3-4.8.2 on"))
     network_policy: NetworkPolicy = Field(default_factory=NetworkPolicy,
                                           description="NetworkPolicies of the DaemonSets")
 

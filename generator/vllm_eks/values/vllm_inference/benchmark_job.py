@@ -30,7 +30,7 @@ class BenchmarkImage(ValuesModel):
     digest: str = Field("", pattern=r"^(sha256:[a-f0-9]{64})?$", description=(
         "Image digest (sha256:...), with repository; overrides the tag"))
     pull_policy: Literal["IfNotPresent", "Always", "Never"] = Field(
-        "IfNotPresent", description="imagePullPolicy of the benchmark container")
+        "IfNotPresent", description="imagePullPolicy of the container")
 
 
 class BenchmarkDataset(ValuesModel):
@@ -68,10 +68,12 @@ class BenchmarkOutput(ValuesModel):
 class BenchmarkResources(ValuesModel):
     requests: ResourceList = Field(
         default_factory=lambda: ResourceList(cpu="1", memory="2Gi", ephemeral_storage="1Gi"),
-        description="Requests of the benchmark container")
+        description="Requests of the benchmark container (the client tokenizes every prompt)")
     limits: ResourceList = Field(
         default_factory=lambda: ResourceList(cpu="2", memory="4Gi", ephemeral_storage="4Gi"),
-        description="Limits of the benchmark container")
+        description=(
+            "Limits of the benchmark container; ephemeralStorage also sizes the /work emptyDir (results, tokenizer "
+            "download)"))
 
 
 class Benchmark(ValuesModel):

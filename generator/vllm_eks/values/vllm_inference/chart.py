@@ -160,14 +160,17 @@ class Fsx(ValuesModel):
     file_system_id: str = Field("", pattern=FSX_FILE_SYSTEM_ID, description=(
         "File system id (the PersistentVolume's volumeHandle), e.g. fs-0123456789abcdef0; required with source fsx"))
     dns_name: str = Field("", pattern=DNS_NAME, max_length=253, description=(
-        "DNS name of the file system (volumeAttributes dnsname); required with source fsx"))
+        "DNS name of the file system (volumeAttributes dnsname), e.g. "
+        "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com; required with source fsx"))
     mount_name: str = Field("", pattern=r"^[A-Za-z0-9]*$", max_length=64, description=(
-        "Lustre mount name of the file system (volumeAttributes mountname); required with source fsx"))
+        "Lustre mount name of the file system (volumeAttributes mountname, `aws fsx describe-file-systems` "
+        "LustreConfiguration.MountName); required with source fsx"))
     capacity: Quantity = Field("1200Gi", description=(
-        "storage written on the PersistentVolume and claim (required by Kubernetes; a static volume is not resized)"))
+        "storage written on the PersistentVolume and claim (Kubernetes requires one; a static volume is not "
+        "resized): the file system's storage capacity"))
     mount_path: str = Field("/models", pattern=r"^/[^:]*$",
                             description="Where the file system is mounted; model.name must be a path under it")
-    read_only: bool = Field(True, description="Mount it read-only (ReadOnlyMany); false: ReadWriteMany")
+    read_only: bool = Field(True, description="Mount it read-only (access mode ReadOnlyMany); false: ReadWriteMany")
     mount_options: list[Annotated[str, Field(pattern=r"^[^\s,]+$")]] = Field(
         default_factory=list, description="Lustre client mount options of the PersistentVolume, e.g. [noatime]")
 
@@ -176,23 +179,26 @@ class MountpointS3(ValuesModel):
     bucket: str = Field("", pattern=S3_BUCKET, description=(
         "Bucket name (volumeAttributes bucketName); required with source mountpointS3"))
     prefix: str = Field("", pattern=r"^([^\s]*/)?$", max_length=1024, description=(
-        "Key prefix mounted as the volume's root (Mountpoint's --prefix, ends with /); empty: the whole bucket"))
+        "Key prefix mounted as the root of the volume (Mountpoint's --prefix, ends with /); empty: the whole bucket"))
     region: str = Field("", pattern=AWS_REGION, description=(
-        "Region of the bucket (Mountpoint's --region); empty: the driver's region"))
+        "Region of the bucket (Mountpoint's --region); empty: the driver's (the cluster's) region"))
     mount_path: str = Field("/models", pattern=r"^/[^:]*$",
                             description="Where the bucket is mounted; model.name must be a path under it")
     extra_mount_options: list[Annotated[str, Field(pattern=r"^[^\n]+$")]] = Field(
         default_factory=list, description=(
-            "Further Mountpoint options for the PersistentVolume's mountOptions, e.g. [\"max-threads 64\"]"))
+            "Further Mountpoint options for the PersistentVolume's mountOptions, e.g. [\"max-threads 64\"]; the "
+            "chart already sets read-only, allow-other, uid, gid, region, prefix"))
 
 
 class Model(ValuesModel):
     source: Literal["huggingface", "s3", "pvc", "fsx", "mountpointS3"] = Field("huggingface", description=(
-        "Where the weights come from (docs/model-sources.md): huggingface (downloaded into the pod's cache "
-        "volume), s3 (single-node, multi-node: streamed with --load-format runai_streamer; ray-serve, "
-        "disaggregated: downloaded by Ray Serve LLM to the cache volume), pvc (an existing claim mounted at "
-        "model.pvc.mountPath), fsx (FSx for Lustre: static PersistentVolume and claim for the FSx CSI driver), "
-        "mountpointS3 (an S3 bucket through the Mountpoint for Amazon S3 CSI driver)"))
+        "Where the weights come from (docs/model-sources.md): `huggingface` (downloaded into the pod's cache "
+        "volume), `s3` (single-node, multi-node: streamed with `--load-format runai_streamer`; ray-serve, "
+        "disaggregated: Ray Serve LLM downloads the checkpoint to the cache volume first; credentials from IRSA or "
+        "EKS Pod Identity on the ServiceAccount), `pvc` (an existing claim mounted at model.pvc.mountPath), `fsx` "
+        "(an FSx for Lustre file system: the chart creates a static PersistentVolume for the FSx CSI driver and its "
+        "claim), `mountpointS3` (an S3 bucket through the Mountpoint for Amazon S3 CSI driver: static "
+        "PersistentVolume and claim)"))
     name: str = Field("Qwen/Qwen2.5-0.5B-Instruct", min_length=1, description=(
         "What vLLM loads (first argument of `vllm serve`): a Hugging Face repo id, an s3:// URI "
         "(source s3) or an absolute path under the mount path of source pvc, fsx or mountpointS3"))
@@ -200,8 +206,14 @@ class Model(ValuesModel):
         "Model name clients send in requests (--served-model-name); empty means model.name"))
     huggingface: HuggingFace = Field(default_factory=HuggingFace, description="Settings of source huggingface")
     pvc: Pvc = Field(default_factory=Pvc, description="Settings of source pvc")
-    fsx: Fsx = Field(default_factory=Fsx, description="Settings of source fsx")
-    mountpoint_s3: MountpointS3 = Field(default_factory=MountpointS3, description="Settings of source mountpointS3")
+    fsx: Fsx = Field(default_factory=Fsx, description=(
+        "Settings of source fsx: an existing FSx for Lustre file system, mounted through the FSx CSI driver "
+        "(fsx.csi.aws.com) with a static PersistentVolume <namespace>-<fullname>-model and the claim "
+        "<fullname>-model bound to it by volumeName"))
+    mountpoint_s3: MountpointS3 = Field(default_factory=MountpointS3, description=(
+        "Settings of source mountpointS3: an S3 bucket mounted read-only through the Mountpoint for Amazon S3 CSI "
+        "driver (s3.csi.aws.com), static PersistentVolume <namespace>-<fullname>-model and claim <fullname>-model. "
+        "The files are owned by securityContext.runAsUser/runAsGroup"))
 
 
 class Engine(ValuesModel):
@@ -228,12 +240,11 @@ class Gpu(ValuesModel):
 class Resources(ValuesModel):
     requests: ResourceList = Field(
         default_factory=lambda: ResourceList(cpu="2", memory="16Gi", ephemeral_storage="20Gi"),
-        description="Requests of the vLLM container (the generator sizes them from the Plan)")
+        description="Requests of the container")
     limits: ResourceList = Field(
         default_factory=lambda: ResourceList(memory="16Gi"), description=(
-            "Limits of the vLLM container. No CPU limit by default: CFS throttling stalls the "
-            "engine's scheduling and tokenizer threads. The memory limit also bounds /dev/shm, "
-            "which is memory-backed"))
+            "Limits of the container. No CPU limit by default: CFS throttling stalls the engine's scheduling and "
+            "tokenizer threads. The memory limit also bounds /dev/shm, which is memory-backed"))
 
 
 class Shm(ValuesModel):
@@ -291,7 +302,9 @@ class Probe(ValuesModel):
 
 class Probes(ValuesModel):
     startup: StartupProbe = Field(default_factory=StartupProbe,
-                                  description="startupProbe on /health, sized to the model load time")
+                                  description=(
+                                      "startupProbe on /health, sized to the model load time: failureThreshold x "
+                                      "periodSeconds is the model-load budget"))
     readiness: Probe = Field(
         default_factory=lambda: Probe(period_seconds=READINESS[0], failure_threshold=READINESS[1],
                                       timeout_seconds=READINESS[2]),
@@ -545,7 +558,8 @@ class AllReduceCheck(ValuesModel):
 
 
 class Diagnostics(ValuesModel):
-    image: DiagnosticsImage = Field(default_factory=DiagnosticsImage, description="python3 image of the test pods")
+    image: DiagnosticsImage = Field(default_factory=DiagnosticsImage, description=(
+        "Image with python3 that finds the live groups' pods and runs the checks inside them"))
     timeout_seconds: Int32 = Field(900, ge=30, description="Seconds each check may run in a pod (exec timeout)")
     gpu_topology: GpuTopologyCheck = Field(default_factory=GpuTopologyCheck, description="GPU interconnect check")
     all_reduce: AllReduceCheck = Field(default_factory=AllReduceCheck,
@@ -577,8 +591,15 @@ class RayHead(ValuesModel):
 class Ray(ValuesModel):
     version: str = Field(RAY_VERSION, pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$",
                          description="rayClusterConfig.rayVersion; must match the image")
-    image: RayImage = Field(default_factory=RayImage, description="Image of the head and worker pods")
-    head: RayHead = Field(default_factory=RayHead, description="The head pod")
+    image: RayImage = Field(default_factory=RayImage, description=(
+        "Ray Serve LLM image of the head and worker pods (bundles Ray and vLLM). rayproject/ray-llm has no EFA "
+        "stack or libfabric, so it cannot run NIXL's LIBFABRIC backend; the AWS Ray LLM DLC "
+        "(public.ecr.aws/deep-learning-containers/ray:serve-llm-cuda-v1.0.0) ships both and is what the "
+        "disaggregated scenario uses. `provides` lists efa (libfabric with the efa provider and aws-ofi-nccl) and "
+        "nixl-libfabric (NIXL's LIBFABRIC plugin and libfabric) when the image has them; the chart refuses EFA or a "
+        "LIBFABRIC kv_transfer_config otherwise"))
+    head: RayHead = Field(default_factory=RayHead, description=(
+        "The head pod: no GPU, it runs the GCS, the Serve controller and proxy, never a model"))
 
 
 class ServeAutoscaling(ValuesModel):
@@ -600,9 +621,10 @@ class RayServe(ValuesModel):
         "vLLM engine keyword arguments of the Ray Serve LLM app (the Plan's engine args as "
         "snake_case keys); tensor/pipeline parallel sizes come from engine.*"))
     autoscaling: ServeAutoscaling = Field(default_factory=ServeAutoscaling,
-                                          description="Ray Serve autoscaling of model copies")
+                                          description="Ray Serve autoscaling of model copies (autoscaling_config)")
     workers: RayWorkers = Field(default_factory=RayWorkers, description=(
-        "The GPU worker group: one pod per model copy and node (nodes per copy x Serve replicas)"))
+        "The GPU worker group: one pod per model copy and node (nodes per copy x Serve replicas); KubeRay's "
+        "autoscaler adds pods up to maxReplicas as Serve adds copies and removes a pod idle for idleTimeoutSeconds"))
     request_router: RayRequestRouter = Field("prefix-cache-affinity", description=(
         "Ray Serve's request router of the LLM deployments (ray-serve and disaggregated). "
         "prefix-cache-affinity: ray.serve.llm.request_router.PrefixCacheAffinityRouter (Ray >= 2.49), "
@@ -621,14 +643,16 @@ class DisaggregatedPhase(ValuesModel):
 
 
 class Disaggregated(ValuesModel):
-    prefill: DisaggregatedPhase = Field(default_factory=DisaggregatedPhase,
-                                        description="Prefill pool (compute-bound: prompt processing)")
-    decode: DisaggregatedPhase = Field(default_factory=DisaggregatedPhase,
-                                       description="Decode pool (memory-bound: token generation)")
+    prefill: DisaggregatedPhase = Field(default_factory=DisaggregatedPhase, description=(
+        "Prefill pool (compute-bound: prompt processing): model copies and engine kwargs"))
+    decode: DisaggregatedPhase = Field(default_factory=DisaggregatedPhase, description=(
+        "Decode pool (memory-bound: token generation): model copies and engine kwargs"))
 
 
 class VllmInferenceValues(ValuesModel):
-    """values.yaml of charts/vllm-inference."""
+    """Values of charts/vllm-inference. `vllm-eks values` writes a values file sized for one model
+    on one instance type (see values/<scenario>/vllm-inference.yaml); pass it with -f. The defaults
+    serve a small public model on one GPU."""
 
     global_: dict[str, Any] = Field(default_factory=dict, alias="global",
                                     description="Global values of a parent chart (unused here)")
@@ -637,21 +661,27 @@ class VllmInferenceValues(ValuesModel):
     fullname_override: str = Field("", pattern=OPTIONAL_DNS1035_LABEL, max_length=63, description=(
         "Replaces the full object name prefix (also the Service name: a letter first)"))
     topology: Topology = Field("single-node", description=(
-        "How a model copy is laid out. single-node: a Deployment, tensor parallel across one "
-        "node's GPUs. multi-node: a LeaderWorkerSet, TP within each pod, pipeline stages across "
-        "the pods of a group, vLLM's own multi-node launcher (leader serves, workers headless). "
-        "ray-serve: a KubeRay RayService running a Ray Serve LLM app. "
-        "disaggregated: a RayService with prefill and decode pools joined by NIXL KV transfer"))
+        "How a model copy is laid out (docs/topologies.md). `single-node`: a Deployment, tensor parallel across the "
+        "GPUs of one node, `replicas` copies behind one Service. `multi-node`: a LeaderWorkerSet, TP inside each "
+        "pod, one pipeline stage per pod of a group, vLLM's own multi-node launcher (the leader serves, the workers "
+        "run headless; no Ray), only leaders behind the Service. `ray-serve`: a KubeRay RayService running a Ray "
+        "Serve LLM app (head without GPUs, GPU worker group, Serve autoscaling). `disaggregated`: a RayService with "
+        "prefill and decode pools joined by NIXL KV transfer over EFA"))
     # at most the LeaderWorkerSet's maximum (1,000,000 groups), the strictest of the workloads
     replicas: int = Field(1, ge=0, le=1_000_000, description=(
         "Model copies: pods (single-node) or LeaderWorkerSet groups (multi-node); ray-serve and "
         "disaggregated size themselves from rayServe / disaggregated"))
     replicas_managed_externally: bool = Field(False, description=(
-        "An autoscaler owns the replica count (the observability chart's KEDA ScaledObject): a "
-        "helm upgrade keeps the replica count of the live object instead of resetting it to "
-        "`replicas` (Helm lookup); a first install starts from `replicas`"))
-    image: ServerImage = Field(default_factory=ServerImage, description="vLLM server image")
-    image_pull_secrets: list[LocalObjectReference] = Field(default_factory=list, description="imagePullSecrets")
+        "An autoscaler owns the replica count (the observability chart's KEDA ScaledObject): a helm upgrade keeps "
+        "the replica count of the live object instead of resetting it to `replicas` (Helm lookup); a first install "
+        "starts from `replicas`. The generator turns it on where the observability chart renders a ScaledObject"))
+    image: ServerImage = Field(default_factory=ServerImage, description=(
+        "vLLM server image (single-node, multi-node). The container checks the image's contract first "
+        "(files/contracts/<topology>.sh). The upstream vllm/vllm-openai image has no EFA stack (no libfabric efa "
+        "provider, no aws-ofi-nccl), so NCCL would fall back to TCP sockets across nodes: with EFA build "
+        "images/vllm-efa, set it here and declare `efa` in image.provides"))
+    image_pull_secrets: list[LocalObjectReference] = Field(default_factory=list, description=(
+        "imagePullSecrets (list of {name})"))
     model: Model = Field(default_factory=Model, description="What to serve and where it comes from")
     engine: Engine = Field(default_factory=Engine, description="How vLLM is started")
     gpu: Gpu = Field(default_factory=Gpu, description="GPUs per pod")
@@ -659,25 +689,46 @@ class VllmInferenceValues(ValuesModel):
                                  description="CPU, memory and ephemeral-storage of the vLLM container")
     efa: Efa = Field(default_factory=Efa, description="Elastic Fabric Adapter interfaces of the GPU pods")
     nccl: Nccl = Field(default_factory=Nccl, description="NCCL settings of multi-node and EFA pods")
-    multi_node: MultiNode = Field(default_factory=MultiNode, description="topology multi-node (LeaderWorkerSet)")
+    multi_node: MultiNode = Field(default_factory=MultiNode, description=(
+        "topology multi-node: a LeaderWorkerSet (leaderworkerset.x-k8s.io/v1) running vLLM's own multi-node "
+        "launcher: the leader runs `vllm serve ... --nnodes $(LWS_GROUP_SIZE) --node-rank 0 --master-addr "
+        "$(LWS_LEADER_ADDRESS) --master-port <masterPort>` and serves the API, the workers the same with "
+        "`--node-rank $(LWS_WORKER_INDEX) --headless`. Any pod or container restart recreates the group"))
     diagnostics: Diagnostics = Field(default_factory=Diagnostics, description=(
-        "helm test checks of multi-node groups: GPU interconnect and cross-node all-reduce bandwidth"))
-    ray: Ray = Field(default_factory=Ray, description="Ray cluster of the ray-serve and disaggregated topologies")
-    ray_serve: RayServe = Field(default_factory=RayServe, description="topology ray-serve (RayService, Ray Serve LLM)")
+        "helm test checks of multi-node groups (GPU interconnect, cross-node all-reduce bandwidth): "
+        "files/diagnostics/run_groups.py finds the live groups by the LWS pod labels when the test runs (KEDA may "
+        "have scaled them) and runs each check inside every group pod through pods/exec; the scripts are "
+        "files/diagnostics, mounted read-only"))
+    ray: Ray = Field(default_factory=Ray, description=(
+        "Ray cluster of the ray-serve and disaggregated topologies (KubeRay RayService, ray.io/v1)"))
+    ray_serve: RayServe = Field(default_factory=RayServe, description=(
+        "topology ray-serve: one Ray Serve LLM app (ray.serve.llm:build_openai_app)"))
     disaggregated: Disaggregated = Field(default_factory=Disaggregated, description=(
-        "topology disaggregated (RayService, Ray Serve prefill/decode app, NIXL over EFA)"))
+        "topology disaggregated: Ray Serve's prefill/decode app (ray.serve.llm:build_pd_openai_app), each pool on "
+        "its own worker group, KV cache moved by NIXL (kv_transfer_config)"))
     shm: Shm = Field(default_factory=Shm, description="/dev/shm")
-    cache: Cache = Field(default_factory=Cache, description="Writable cache volume")
+    cache: Cache = Field(default_factory=Cache, description=(
+        "The volume at /var/cache/vllm: HOME, HF_HOME, VLLM_CACHE_ROOT, TORCHINDUCTOR_CACHE_DIR, XDG, Triton and "
+        "FlashInfer caches of every server pod (docs/caching.md)"))
     probes: Probes = Field(default_factory=Probes, description=(
         "Health probes of the vLLM server containers (single-node, multi-node); the Ray topologies' pods "
         "have the probes KubeRay gives them, and these keys are not used there"))
     drain: Drain = Field(default_factory=Drain, description="Graceful shutdown")
-    strategy: Strategy = Field(default_factory=Strategy, description="Rollout strategy")
+    strategy: Strategy = Field(default_factory=Strategy, description=(
+        "Rollout strategy. The default (RollingUpdate, maxSurge 0, maxUnavailable 1) replaces one pod at a time and "
+        "never needs a spare GPU node: a surge pod would ask for a whole extra GPU node and sit Pending (rollout "
+        "stuck) wherever the pool is at its limit or the instance type is scarce. The cost is one replica's "
+        "capacity during the rollout (with replicas: 1, a short outage). Use maxSurge: 1 only when the pool can "
+        "always add a node; Recreate stops every pod first"))
     scheduling: Scheduling = Field(default_factory=Scheduling, description="Where pods run")
     security_context: SecurityContext = Field(default_factory=SecurityContext, description=(
-        "Pod and container security settings of the model-server and Ray pods (Pod Security "
-        "restricted by default). Always set: allowPrivilegeEscalation false, all capabilities "
-        "dropped, seccompProfile RuntimeDefault"))
+        "Every model-server and Ray pod (Deployment, LeaderWorkerSet leader and workers, Ray head and worker "
+        "groups, KubeRay's injected init container and autoscaler) passes Pod Security \"restricted\" by default: "
+        "runAsNonRoot with a numeric non-root id, seccompProfile RuntimeDefault, allowPrivilegeEscalation false, "
+        "all capabilities dropped, read-only root filesystem. Every path the processes write is a volume "
+        "(docs/topologies.md, \"Security\"): HOME, HF_HOME, VLLM_CACHE_ROOT, XDG_CACHE_HOME, XDG_CONFIG_HOME, "
+        "TRITON_HOME/TRITON_CACHE_DIR and FLASHINFER_WORKSPACE_BASE under the cache volume (/var/cache/vllm), "
+        "TMPDIR, TORCHINDUCTOR_CACHE_DIR and Ray's session directory (RAY_TMPDIR) on the /tmp volume"))
     network_policy: NetworkPolicy = Field(default_factory=NetworkPolicy, description="Ingress NetworkPolicy")
     service: Service = Field(default_factory=Service, description="Service in front of the pods")
     service_account: ServiceAccount = Field(default_factory=ServiceAccount, description="ServiceAccount of the pods")
@@ -685,24 +736,30 @@ class VllmInferenceValues(ValuesModel):
                                                        description="PodDisruptionBudget")
     test: HelmTest = Field(default_factory=HelmTest, description="helm test smoke request")
     staging: Staging = Field(default_factory=Staging, description=(
-        "Staging Job: copy a Hugging Face repo once into S3 or a PersistentVolumeClaim (resumable, progress in "
-        "its log); the server pods wait for its marker"))
+        "Staging Job (templates/staging-job.yaml, docs/staging.md): copies one Hugging Face repo revision once into "
+        "a PersistentVolumeClaim or under an s3:// prefix with files/staging/stage_weights.py. A rerun resumes "
+        "(finished files skipped, a partial one continued with an HTTP Range request, S3 objects of the right size "
+        "skipped); the log has progress lines (files done/total, bytes, rate)"))
     benchmark: Benchmark = Field(default_factory=Benchmark, description=(
-        "Benchmark sweep: `vllm bench serve` per concurrency level against the release's Service, as a "
-        "Job or a helm test"))
+        "Benchmark sweep (templates/benchmark-job.yaml): `vllm bench serve` once per concurrency level against the "
+        "release's Service, each level's JSON result printed on one stdout line starting `VLLM_EKS_BENCH_RESULT ` "
+        "(analyse them with `vllm-eks bench analyze`)"))
     routing: Routing = Field(default_factory=Routing, description=(
-        "How clients reach the servers: the Service (service), a Gateway API Inference Extension "
-        "InferencePool with its Endpoint Picker (gateway) or an AWS ALB Ingress (alb)"))
+        "How clients reach the servers: the Service (service), a Gateway API Inference Extension InferencePool with "
+        "its Endpoint Picker (gateway) or an AWS ALB Ingress (alb); the templates inferencepool.yaml, "
+        "endpoint-picker-*.yaml, httproute.yaml and ingress.yaml cite their upstream sources"))
     api_key: ApiKey = Field(default_factory=ApiKey, description=(
-        "API key vLLM requires on its /v1 paths (VLLM_API_KEY from an existing Secret)"))
+        "API key vLLM requires on its /v1 paths (VLLM_API_KEY from an existing Secret; single-node and multi-node)"))
     labels: LabelMap = Field(default_factory=dict, description=(
         "Extra labels on every object; not the app.kubernetes.io/* and helm.sh/chart labels the chart sets"))
     annotations: AnnotationMap = Field(default_factory=dict, description="Extra annotations on every object")
     pod_labels: LabelMap = Field(default_factory=dict, description=(
-        "Extra labels on the pods; not the labels the chart sets (the selector labels among them)"))
+        "Extra labels on the pods (over labels of the same key); not the labels the chart sets (the selector labels "
+        "among them)"))
     pod_annotations: AnnotationMap = Field(default_factory=dict, description="Extra annotations on the pods")
-    extra_env: list[EnvVar] = Field(default_factory=list,
-                                    description="Extra environment variables of the vLLM container")
+    extra_env: list[EnvVar] = Field(default_factory=list, description=(
+        "Extra environment variables of the vLLM container (name + value or valueFrom). Secrets only through "
+        "valueFrom.secretKeyRef: a literal token is rejected"))
     extra_volumes: list[Volume] = Field(default_factory=list,
                                         description="Extra pod volumes (Kubernetes Volume objects)")
     extra_volume_mounts: list[VolumeMount] = Field(default_factory=list,

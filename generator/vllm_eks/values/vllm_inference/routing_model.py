@@ -119,12 +119,13 @@ class Picker(ValuesModel):
         "(TokenReview, SubjectAccessReview); true also gives the picker's ServiceAccount the "
         "ClusterRole those reviews need. false: /metrics is open to whoever the NetworkPolicy admits"))
     resources: PickerResources = Field(default_factory=PickerResources, description=(
-        "CPU and memory of the picker container"))
+        "CPU and memory of the picker container (the generator sizes them from the Plan)"))
     scorers: Scorers = Field(default_factory=Scorers, description=(
-        "Scorer weights of the EndpointPickerConfig's default scheduling profile (the pod with the "
-        "highest weighted score wins: max-score-picker)"))
+        "Scorer weights of the EndpointPickerConfig's default scheduling profile (the pod with the highest weighted "
+        "score wins: max-score-picker); 0 leaves a scorer out"))
     prefix_cache: PrefixCache = Field(default_factory=PrefixCache, description=(
-        "prefix-cache-scorer parameters (GIE v1.5.0 names; the generator computes them)"))
+        "prefix-cache-scorer parameters (GIE v1.5.0 names; the generator computes them). blockSize is rendered as "
+        "the EPP's blockSizeTokens; autoTune true takes block size and capacity from the servers' metrics instead"))
 
 
 class ParentRef(ValuesModel):
@@ -138,7 +139,8 @@ class ParentRef(ValuesModel):
 
 class Gateway(ValuesModel):
     parent_refs: list[ParentRef] = Field(default_factory=list, max_length=32, description=(
-        "Gateways the HTTPRoute attaches to (HTTPRoute parentRefs); at least one when mode is gateway"))
+        "Gateways the HTTPRoute attaches to (HTTPRoute parentRefs: {name, namespace, sectionName}); at least one "
+        "when mode is gateway. Their listeners must allow routes from the release namespace"))
     hostnames: list[Hostname] = Field(default_factory=list, max_length=16, description=(
         "HTTPRoute hostnames; empty: every hostname of the listener"))
     request_timeout: str = Field("3600s", pattern=GATEWAY_DURATION, description=(
@@ -154,8 +156,8 @@ class Alb(ValuesModel):
     ingress_class_name: str = Field("alb", pattern=DNS1123_SUBDOMAIN, description=(
         "ingressClassName of the Ingress (the AWS Load Balancer Controller's IngressClass)"))
     scheme: Literal["internal", "internet-facing"] = Field("internal", description=(
-        "alb.ingress.kubernetes.io/scheme. internet-facing puts the API on the internet: "
-        "authenticate there (annotations auth-type oidc/cognito, wafv2AclArn)"))
+        "internal or internet-facing (alb.ingress.kubernetes.io/scheme). internet-facing puts the API on the "
+        "internet: authenticate there (annotations auth-type oidc/cognito, wafv2AclArn)"))
     certificate_arn: str = Field("", pattern=OPTIONAL_ACM_CERTIFICATE_ARN, description=(
         "ACM certificate of the HTTPS listener (alb.ingress.kubernetes.io/certificate-arn); required "
         "when mode is alb (the listener is HTTPS only)"))
@@ -178,8 +180,10 @@ class Routing(ValuesModel):
         "How clients reach the servers. service: the chart's Service only. gateway: an InferencePool, "
         "an HTTPRoute and the Endpoint Picker (Gateway API Inference Extension; single-node and "
         "multi-node only). alb: an Ingress for the AWS Load Balancer Controller"))
-    gateway: Gateway = Field(default_factory=Gateway, description="mode gateway: Gateway API Inference Extension")
-    alb: Alb = Field(default_factory=Alb, description="mode alb: an Ingress for the AWS Load Balancer Controller")
+    gateway: Gateway = Field(default_factory=Gateway, description=(
+        "mode gateway: Gateway API Inference Extension (InferencePool inference.networking.k8s.io/v1)"))
+    alb: Alb = Field(default_factory=Alb, description=(
+        "mode alb: an Ingress for the AWS Load Balancer Controller (HTTPS only)"))
 
 
 class ApiKey(ValuesModel):
