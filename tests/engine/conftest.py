@@ -7,21 +7,17 @@ Every test here is marked `engine`. A missing engine venv is an ERROR naming
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from tests.engine import scenarios as sc  # noqa: E402
-from tests.engine.engine_env import EngineVenv, engine_venv, run_script  # noqa: E402
-from tests.engine.report import REPORT  # noqa: E402
-from tests.engine.server import VllmServer, free_port  # noqa: E402
+# tests/conftest.py puts the repository root on sys.path.
+from tests.engine import scenarios as sc
+from tests.engine.engine_env import EngineVenv, engine_venv, run_script
+from tests.engine.report import REPORT
+from tests.engine.server import VllmServer, free_port
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -20,13 +20,11 @@ from typing import Any, Iterator
 
 import yaml
 
+from tests.harness.paths import CHARTS, VALUES
 from vllm_eks.spec.engine_settings import serve_flags
 
-from .engine_env import REPO
-
-CHART_VLLM = REPO / "charts" / "vllm-inference"
-CHART_OBSERVABILITY = REPO / "charts" / "observability"
-VALUES = REPO / "values"
+CHART_VLLM = CHARTS / "vllm-inference"
+CHART_OBSERVABILITY = CHARTS / "observability"
 RELEASE = "vllm"
 NAMESPACE = "llm"
 
