@@ -8,7 +8,7 @@ import pytest
 from tests.harness import chart_contract
 from tests.harness.helm import render
 from tests.harness.paths import CHARTS
-from tests.kind.test_kind_e2e import POOL, PROFILE
+from tests.kind.test_e2e import POOL, PROFILE
 from vllm_eks.core import contract
 
 pytestmark = pytest.mark.render
