@@ -132,4 +132,5 @@ TABLE_BLOCK = "calibration-table"
 def render_doc(text: str, data: Path) -> str:
     """text (docs/calibration-logs.md) with its calibration-table block recomputed from every log
     in data. Raises doc_blocks.MissingBlockError when the block is missing."""
-    return doc_blocks.replace_block(text, TABLE_BLOCK, lambda: table([predict(log) for log in load(data)]))
+    return doc_blocks.replace_block(text, TABLE_BLOCK,
+                                    lambda: table([predict(log) for log in load(data)]))

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,9 +19,11 @@ from vllm_eks.spec.request import PlanRequest
 
 
 def plan_example() -> str:
-    console = Console(width=110, record=True, file=open("/dev/null", "w"))
-    console.print(report.summary_table(make_plan(PlanRequest(model="llama-3.1-70b-instruct", instance="p5.48xlarge"))))
-    text = console.export_text()
+    with open(os.devnull, "w") as sink:
+        console = Console(width=110, record=True, file=sink)
+        console.print(report.summary_table(make_plan(PlanRequest(model="llama-3.1-70b-instruct",
+                                                                 instance="p5.48xlarge"))))
+        text = console.export_text()
     return "```\n$ vllm-eks plan --model llama-3.1-70b-instruct --instance p5.48xlarge\n" + text + "```\n"
 
 
