@@ -19,7 +19,6 @@ from tests.engine.engine_env import EngineVenv, engine_venv, run_script
 from tests.engine.report import REPORT
 from tests.engine.server import VllmServer, free_port
 
-
 # The order the engine test modules run in (pytest would collect them alphabetically). Servers are
 # pooled and shared between modules: the scenario servers of test_serve are reused by
 # test_metrics, test_bench_sweep and test_drain, which stops them; test_hub_revision comes after
