@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+# The one place the repository root is computed from a file's path before tests.harness.paths
+# can be imported (which names it for everything else).
+_ROOT = str(Path(__file__).resolve().parents[1])
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
 
 from tests.harness import KUBE_VERSIONS, CrdRegistry, crd_schema, helm, load_crds  # noqa: E402
 from tests.harness.summary import SECTIONS  # noqa: E402

@@ -10,16 +10,16 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.harness.paths
 
 from click.testing import CliRunner  # noqa: E402
 
+from tests.harness.paths import VALUES  # noqa: E402
 from tests.unit.bench_synthetic import write_sweep  # noqa: E402
 from vllm_eks.cli.main import main  # noqa: E402
 
 LEVELS = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024]
-PLAN = ROOT / "values" / "llama-3.1-8b-g6e-xlarge" / "plan.json"
+PLAN = VALUES / "llama-3.1-8b-g6e-xlarge" / "plan.json"
 
 
 def sweep_rows() -> list[tuple[int, float, float, float]]:

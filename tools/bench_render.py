@@ -10,10 +10,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.harness.paths
 
 from tests.harness import KUBE_VERSIONS, checkov, helm, load_crds, validate_all  # noqa: E402  # noqa: E402
+from tests.harness.paths import ROOT, VALUES  # noqa: E402
 
 # Every chart: the directories charts/<name>/ holding a Chart.yaml.
 CHARTS = sorted(p.parent.name for p in (ROOT / "charts").glob("*/Chart.yaml"))
@@ -22,7 +22,7 @@ CHARTS = sorted(p.parent.name for p in (ROOT / "charts").glob("*/Chart.yaml"))
 def matrix() -> list[tuple[str, Path]]:
     pairs = []
     for chart in CHARTS:
-        for scenario in sorted(p for p in (ROOT / "values").iterdir() if p.is_dir()):
+        for scenario in sorted(p for p in VALUES.iterdir() if p.is_dir()):
             pairs.append((chart, scenario / f"{chart}.yaml"))
         pairs += [(chart, f) for f in sorted((ROOT / "charts" / chart / "ci").glob("*-values.yaml"))]
     return pairs

@@ -22,15 +22,18 @@ from vllm_eks.values.registry import CHART_BUILDERS
 from vllm_eks.values.schema import render_schema, replace_reference, values_reference_markdown, values_schema
 from vllm_eks.values.values_yaml import documented_defaults, render_values_yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.harness.paths
+
+from tests.harness.paths import CHARTS, ROOT, TOOLS  # noqa: E402
+
 # Helpers every chart carries (a chart cannot include another chart's templates without a
 # library chart dependency): templates/_<name> written from tools/chart-templates/<name>.
-SHARED_TEMPLATES = ROOT / "tools" / "chart-templates"
+SHARED_TEMPLATES = TOOLS / "chart-templates"
 
 
 def charts() -> list[str]:
     """Every chart of the repository: the directories charts/<name>/ holding a Chart.yaml."""
-    return sorted(p.parent.name for p in (ROOT / "charts").glob("*/Chart.yaml"))
+    return sorted(p.parent.name for p in CHARTS.glob("*/Chart.yaml"))
 
 
 def chart_model(chart: str) -> type:
@@ -44,7 +47,7 @@ def expected_files(chart: str) -> dict[Path, str]:
     """path -> content this script writes for one chart."""
     model = chart_model(chart)
     title = f"{chart} values"
-    chart_dir = ROOT / "charts" / chart
+    chart_dir = CHARTS / chart
     source = Path(inspect.getsourcefile(model) or "").resolve().relative_to(ROOT)
     defaults = documented_defaults(model)
     files = {chart_dir / "values.schema.json": render_schema(model, title),

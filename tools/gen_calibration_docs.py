@@ -1,30 +1,27 @@
 """Regenerate (or --check) the calibration table of docs/calibration-logs.md: every public vLLM
-start-up log in tests/unit/data/calibration_logs.yaml, predicted through the generator."""
+start-up log in tests/unit/data/calibration_logs.yaml, predicted through the generator
+(vllm_eks.check.calibration.render_doc; this is its command line)."""
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
-from vllm_eks.check import calibration
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.harness.paths
 
-ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "calibration-logs.md"
+from tests.harness.paths import DOCS, ROOT  # noqa: E402
+from vllm_eks.check import calibration  # noqa: E402
+from vllm_eks.output.doc_blocks import MissingBlockError  # noqa: E402
+
+DOC = DOCS / "calibration-logs.md"
 DATA = ROOT / "tests" / "unit" / "data" / "calibration_logs.yaml"
-BLOCK = re.compile(r"(<!-- BEGIN calibration-table -->\n).*?(<!-- END calibration-table -->)", re.S)
-
-
-def render(text: str) -> str:
-    if not BLOCK.search(text):
-        raise SystemExit(f"{DOC.relative_to(ROOT)} has no <!-- BEGIN calibration-table --> block")
-    table = calibration.table([calibration.predict(log) for log in calibration.load(DATA)])
-    return BLOCK.sub(lambda m: m.group(1) + table + m.group(2), text)
-
 
 if __name__ == "__main__":
     current = DOC.read_text()
-    fresh = render(current)
+    try:
+        fresh = calibration.render_doc(current, DATA)
+    except MissingBlockError:
+        raise SystemExit(f"{DOC.relative_to(ROOT)} has no <!-- BEGIN calibration-table --> block") from None
     if "--check" in sys.argv:
         if fresh != current:
             raise SystemExit(f"{DOC.relative_to(ROOT)}: the calibration table is stale: run `make docs`")

@@ -25,8 +25,11 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-CATALOG = ROOT / "generator" / "vllm_eks" / "catalog" / "data" / "instances.csv"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.harness.paths
+
+from tests.harness.paths import GENERATOR_PACKAGE, ROOT  # noqa: E402
+
+CATALOG = GENERATOR_PACKAGE / "catalog" / "data" / "instances.csv"
 PUBLISHED = ROOT / "tests" / "unit" / "data" / "karpenter_allocatable.csv"
 
 # The NVIDIA families the catalog models (every size of each), in the order they are listed.

@@ -12,10 +12,10 @@ import shutil
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests.harness.paths
 
 from tests.harness import helm  # noqa: E402
+from tests.harness.paths import ROOT, VALUES  # noqa: E402
 
 CHARTS = sorted(p.parent.name for p in (ROOT / "charts").glob("*/Chart.yaml"))
 
@@ -23,7 +23,7 @@ CHARTS = sorted(p.parent.name for p in (ROOT / "charts").glob("*/Chart.yaml"))
 def pairs() -> list[tuple[str, Path]]:
     found = []
     for chart in CHARTS:
-        for scenario in sorted(p for p in (ROOT / "values").iterdir() if p.is_dir()):
+        for scenario in sorted(p for p in VALUES.iterdir() if p.is_dir()):
             found.append((chart, scenario / f"{chart}.yaml"))
         found += [(chart, f) for f in sorted((ROOT / "charts" / chart / "ci").glob("*-values.yaml"))]
     return found
@@ -40,7 +40,7 @@ def main(argv: list[str]) -> int:
     for chart, values in pairs():
         text = helm.template_text(ROOT / "charts" / chart, [values], helm="helm4", namespace="llm")
         (out / f"{chart}--{values.parent.name}--{values.stem}.yaml").write_text(text)
-    for plan in sorted((ROOT / "values").glob("*/plan.json")):
+    for plan in sorted(VALUES.glob("*/plan.json")):
         shutil.copy(plan, out / f"plan--{plan.parent.name}.json")
     print(f"{len(list(out.iterdir()))} files in {out}")
     return 0

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
+from tests.harness.paths import ROOT
 
 # Catalog types the tests read through moto's EC2 instead (and compare with their catalog rows).
 UNCATALOGUED = ("g6e.2xlarge", "p5.4xlarge", "g6.2xlarge", "g6e.4xlarge", "g4dn.xlarge")
@@ -26,7 +25,7 @@ class AwsVenvMissing(RuntimeError):
 
 
 def aws_venv() -> Path:
-    root = Path(os.environ.get("VLLM_EKS_AWS_VENV") or REPO_ROOT / ".venv-aws")
+    root = Path(os.environ.get("VLLM_EKS_AWS_VENV") or ROOT / ".venv-aws")
     for tool in ("moto_server", "vllm-eks"):
         if not (root / "bin" / tool).exists():
             raise AwsVenvMissing(f"{root}/bin/{tool} missing: run make aws-setup")
@@ -96,7 +95,7 @@ def aws_cli(tmp_path):
                  "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
                  "AWS_CONFIG_FILE": str(tmp_path / "no-config"), "AWS_EC2_METADATA_DISABLED": "true",
                  "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1",
-                 "VLLM_EKS_TEST_UNCATALOGUED": ",".join(UNCATALOGUED), "PYTHONPATH": str(REPO_ROOT)})
+                 "VLLM_EKS_TEST_UNCATALOGUED": ",".join(UNCATALOGUED), "PYTHONPATH": str(ROOT)})
     command = [str(aws_venv() / "bin" / "python"), str(Path(__file__).with_name("cli_hiding.py"))]
 
     def run(*args: str, env: dict[str, str | None] | None = None) -> subprocess.CompletedProcess:

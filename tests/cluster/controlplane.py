@@ -24,7 +24,8 @@ from pathlib import Path
 
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.harness.paths import ROOT
+
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubectl")
 KUBERAY_OPERATOR = "ray-operator"
 _TOKEN_USER = "vllm-eks-admin"
@@ -37,7 +38,7 @@ class ControlPlaneError(RuntimeError):
 def pinned_versions() -> dict[str, str]:
     """tools/cluster/versions.env as a dict (K8S_VERSION, ETCD_VERSION, ...)."""
     out: dict[str, str] = {}
-    for line in (REPO_ROOT / "tools/cluster/versions.env").read_text().splitlines():
+    for line in (ROOT / "tools/cluster/versions.env").read_text().splitlines():
         line = line.strip()
         if line and not line.startswith("#") and "=" in line:
             key, value = line.split("=", 1)
@@ -46,7 +47,7 @@ def pinned_versions() -> dict[str, str]:
 
 
 def bin_dir() -> Path:
-    return Path(os.environ.get("VLLM_EKS_CLUSTER_BIN") or REPO_ROOT / ".tools/cluster/bin")
+    return Path(os.environ.get("VLLM_EKS_CLUSTER_BIN") or ROOT / ".tools/cluster/bin")
 
 
 def missing_binaries() -> list[str]:

@@ -65,7 +65,7 @@ class Stats:
     rollbacks: int = 0
     uninstalls: int = 0
     rejections_shown: int = 0
-    # KubeRay operator (test_cluster_kuberay.py)
+    # KubeRay operator (test_kuberay.py)
     rayservices_reconciled: int = 0
     rayclusters_created: int = 0
     ray_pods_ready: int = 0

@@ -13,13 +13,14 @@ from typing import Any
 
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.harness.paths import ROOT, VALUES
+
 # Install order: the pools before the workloads that select them, monitors last.
 CHARTS = ("gpu-infra", "vllm-inference", "observability")
 
 
 def chart_dir(chart: str) -> Path | None:
-    d = REPO_ROOT / "charts" / chart
+    d = ROOT / "charts" / chart
     return d if (d / "Chart.yaml").is_file() else None
 
 
@@ -55,7 +56,7 @@ class Scenario:
 
 
 def discover() -> list[Scenario]:
-    root = REPO_ROOT / "values"
+    root = VALUES
     if not root.is_dir():
         return []
     return [Scenario(d.name, d) for d in sorted(root.iterdir())

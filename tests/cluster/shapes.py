@@ -12,6 +12,7 @@ import yaml
 
 from tests.harness import chart_contract
 from tests.harness.helm import render
+from vllm_eks.check import workloads
 from vllm_eks.core.units import quantity_millicores
 
 from .nodes import NodeShape, quantity_bytes, shape_from_plan, shapes_from_nodepools
@@ -54,20 +55,11 @@ def amount(resource: str, q: str | int) -> int:
 
 
 def pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, int]:
-    """Effective requests of a pod spec as the scheduler counts them: the sum over containers,
-    at least the largest init container; limits stand in for missing requests (API defaulting)."""
-    total: dict[str, int] = {}
-    for c in pod_spec.get("containers") or []:
-        res = c.get("resources") or {}
-        reqs = {**(res.get("limits") or {}), **(res.get("requests") or {})}
-        for k, v in reqs.items():
-            total[k] = total.get(k, 0) + amount(k, v)
-    for c in pod_spec.get("initContainers") or []:
-        res = c.get("resources") or {}
-        reqs = {**(res.get("limits") or {}), **(res.get("requests") or {})}
-        for k, v in reqs.items():
-            total[k] = max(total.get(k, 0), amount(k, v))
-    return total
+    """Effective requests of a pod spec as the scheduler counts them (vllm_eks.check.workloads:
+    containers and sidecar init containers summed, at least each regular init container beside
+    the sidecars before it; limits stand in for missing requests), in millicores for cpu, else
+    bytes or a count."""
+    return {k: int(v * 1000) if k == "cpu" else int(v) for k, v in workloads.pod_requests(dict(pod_spec)).items()}
 
 
 @dataclass
@@ -104,38 +96,19 @@ class PodGroup:
         return pod_requests(self.spec)
 
 
+# The model server's workload kinds (the pods of Jobs and of helm test hooks are no server).
+SERVER_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet", "RayService")
+
+
 def pod_groups(objects: Sequence[Mapping[str, Any]]) -> list[PodGroup]:
     """Deployments, StatefulSets, LeaderWorkerSets (leader + workers) and RayServices (head +
-    worker groups) among rendered objects."""
+    worker groups) among rendered objects: vllm_eks.check.workloads' pod templates."""
     out = []
-    for o in objects:
-        kind, spec = o.get("kind"), o.get("spec") or {}
-        if kind in ("Deployment", "StatefulSet"):
-            t = spec["template"]
-            out.append(PodGroup(kind, o["metadata"]["name"], int(spec.get("replicas", 1)), t["spec"],
-                                (t.get("metadata") or {}).get("labels") or {}))
-        elif kind == "LeaderWorkerSet":
-            replicas = int(spec.get("replicas", 1))
-            lw = spec["leaderWorkerTemplate"]
-            size = int(lw.get("size", 1))
-            worker = lw["workerTemplate"]
-            leader = lw.get("leaderTemplate") or worker
-            out.append(PodGroup(kind, o["metadata"]["name"] + "/leader", replicas, leader["spec"],
-                                (leader.get("metadata") or {}).get("labels") or {}))
-            if size > 1:
-                out.append(PodGroup(kind, o["metadata"]["name"] + "/worker", replicas * (size - 1), worker["spec"],
-                                    (worker.get("metadata") or {}).get("labels") or {}))
-        elif kind == "RayService":
-            ray = spec.get("rayClusterConfig") or {}
-            head = (ray.get("headGroupSpec") or {}).get("template") or {}
-            if head:
-                out.append(PodGroup(kind, o["metadata"]["name"] + "/head", 1, head.get("spec") or {},
-                                    (head.get("metadata") or {}).get("labels") or {}))
-            for wg in ray.get("workerGroupSpecs") or []:
-                t = wg.get("template") or {}
-                out.append(PodGroup(kind, f"{o['metadata']['name']}/{wg.get('groupName', 'workers')}",
-                                    int(wg.get("replicas", 1)) * int(wg.get("numOfHosts", 1)), t.get("spec") or {},
-                                    (t.get("metadata") or {}).get("labels") or {}))
+    for t in workloads.pod_templates([dict(o) for o in objects]):
+        if t.kind not in SERVER_KINDS:
+            continue
+        name = t.name if t.role == "pod" else f"{t.name}/{t.group or t.role}"
+        out.append(PodGroup(t.kind, name, t.count, t.spec, t.labels))
     return out
 
 

@@ -7,28 +7,54 @@ Every test here is marked `engine`. A missing engine venv is an ERROR naming
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+# tests/conftest.py puts the repository root on sys.path.
+from tests.engine import scenarios as sc
+from tests.engine.engine_env import EngineVenv, engine_venv, run_script
+from tests.engine.report import REPORT
+from tests.engine.server import VllmServer, free_port
 
-from tests.engine import scenarios as sc  # noqa: E402
-from tests.engine.engine_env import EngineVenv, engine_venv, run_script  # noqa: E402
-from tests.engine.report import REPORT  # noqa: E402
-from tests.engine.server import VllmServer, free_port  # noqa: E402
+# The order the engine test modules run in (pytest would collect them alphabetically). Servers are
+# pooled and shared between modules: the scenario servers of test_serve are reused by
+# test_metrics, test_bench_sweep and test_drain, which stops them; test_hub_revision comes after
+# the drain so no shared server is restarted. tests/engine/README.md lists the same order. A new
+# module must be placed here.
+ENGINE_ORDER = (
+    "test_pin",
+    "test_args",
+    "test_sizing",
+    "test_pod_sandbox",
+    "test_warm_restart",
+    "test_api_key",
+    "test_serve",
+    "test_multinode",
+    "test_metrics",
+    "test_bench_sweep",
+    "test_drain",
+    "test_hub_revision",
+    "test_staging",
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
-    for item in items:
-        if Path(str(item.fspath)).parent == here:
-            item.add_marker(pytest.mark.engine)
+    slots = [i for i, item in enumerate(items) if Path(str(item.fspath)).parent == here]
+    engine = [items[i] for i in slots]
+    for item in engine:
+        item.add_marker(pytest.mark.engine)
+    unplaced = sorted({Path(str(item.fspath)).stem for item in engine} - set(ENGINE_ORDER))
+    if unplaced:
+        raise pytest.UsageError(f"tests/engine: add {unplaced} to ENGINE_ORDER in tests/engine/conftest.py "
+                                "(the engine modules run in that order)")
+    # Stable: the tests of one module keep their order; other tiers' items keep their places.
+    engine.sort(key=lambda item: ENGINE_ORDER.index(Path(str(item.fspath)).stem))
+    for i, item in zip(slots, engine, strict=True):
+        items[i] = item
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ANN001

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from .engine_env import REPO
+from tests.harness.paths import GENERATOR_PACKAGE
 
 # Tiny stand-in per architecture of the catalog (generator/vllm_eks/catalog/data/models.yaml). The stand-in
 # keeps the attention shape family: GQA, QKV bias, sliding-window layers. gpt-oss scenarios are
@@ -78,7 +78,7 @@ def cpu_block_size(value: int, *, mla: bool) -> int:
 
 def tiny_model_for(model_id: str) -> str:
     """Stand-in name for a catalog model id (plan.json `model`)."""
-    catalog = yaml.safe_load((REPO / "generator" / "vllm_eks" / "catalog" / "data" / "models.yaml").read_text())
+    catalog = yaml.safe_load((GENERATOR_PACKAGE / "catalog" / "data" / "models.yaml").read_text())
     models = catalog.get("models", catalog)
     entry = models.get(model_id)
     if entry is None:

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-ENGINE_MK = REPO / "mk" / "engine.mk"
+from tests.harness.paths import ROOT
+
+ENGINE_MK = ROOT / "mk" / "engine.mk"
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 STAMP_NAME = ".vllm-eks-engine-stamp"
 

@@ -1,9 +1,10 @@
 """The committed scenarios and the `vllm serve` argument lists their rendered pods would run.
 
-Rendering uses the harness (real Helm). Extraction walks every rendered object for pod specs
-wherever they sit (Deployment, StatefulSet, LeaderWorkerSet leader/worker templates, RayCluster
-groups inside a RayService, bare Pods, any kind added later), so a new kind is looked at
-without this module knowing it. A container that runs the vLLM image or mentions vLLM but whose
+Rendering uses the harness (real Helm). Extraction takes the pod templates of every rendered
+object from the generator's workload walker (vllm_eks.check.workloads: Deployment, StatefulSet,
+LeaderWorkerSet leader/worker, RayService head and worker groups, Jobs, bare Pods), and a pod
+spec found anywhere else in an object (a kind added later) is an error: the walker, which
+`check-fit` uses too, must learn that kind first. A container that runs the vLLM image or mentions vLLM but whose
 `vllm serve` arguments cannot be found is an error, not a skip. Ray Serve LLM applications
 carry the engine settings as `engine_kwargs` in serveConfigV2 instead of a command line; those
 are turned into the equivalent flags (the mapping vLLM's own EngineArgs uses: field name with
@@ -20,13 +21,12 @@ from typing import Any, Iterator
 
 import yaml
 
+from tests.harness.paths import CHARTS, VALUES
+from vllm_eks.check.workloads import PodTemplate, pod_templates
 from vllm_eks.spec.engine_settings import serve_flags
 
-from .engine_env import REPO
-
-CHART_VLLM = REPO / "charts" / "vllm-inference"
-CHART_OBSERVABILITY = REPO / "charts" / "observability"
-VALUES = REPO / "values"
+CHART_VLLM = CHARTS / "vllm-inference"
+CHART_OBSERVABILITY = CHARTS / "observability"
 RELEASE = "vllm"
 NAMESPACE = "llm"
 
@@ -184,13 +184,11 @@ def _is_staging_copy(container: dict[str, Any]) -> bool:
     return any(w.endswith("/stage_weights.py") for w in words) and "serve" not in words
 
 
-def _role(obj: dict[str, Any], path: str) -> str:
+def _role(obj: dict[str, Any], template: PodTemplate) -> str:
     labels = obj.get("metadata", {}).get("labels") or {}
     component = labels.get("app.kubernetes.io/component", "")
-    if "leaderTemplate" in path:
-        return f"{component or 'server'}/leader"
-    if "workerTemplate" in path:
-        return f"{component or 'server'}/worker"
+    if obj.get("kind") == "LeaderWorkerSet" and template.role in ("leader", "worker"):
+        return f"{component or 'server'}/{template.role}"
     return component or "server"
 
 
@@ -249,15 +247,22 @@ def serve_invocations(scenario: str, objects: list[dict[str, Any]]) -> list[Serv
             continue
         if obj.get("kind") == "RayService":
             found += _ray_serve_invocations(scenario, obj)
-        for path, spec in _pod_specs(obj.get("spec", {}), "spec"):
+        templates = pod_templates([obj], daemonsets=True)
+        walked = {id(tpl.spec) for tpl in templates}
+        unknown = [path for path, spec in _pod_specs(obj.get("spec", {}), "spec") if id(spec) not in walked]
+        if unknown:
+            raise ExtractionError(f"{scenario}: {obj.get('kind')}/{obj.get('metadata', {}).get('name')} has pod "
+                                  f"specs at {unknown} that vllm_eks.check.workloads.pod_templates does not know")
+        for tpl in templates:
+            spec = tpl.spec
             injected = None
             if obj.get("kind") == "LeaderWorkerSet":
-                injected = lws_env(obj, 0 if "leaderTemplate" in path else 1)
-            for container in spec["containers"]:
-                where = f"{obj.get('kind')}/{obj.get('metadata', {}).get('name')} {path} container {container.get('name')}"
+                injected = lws_env(obj, 0 if tpl.role == "leader" else 1)
+            for container in spec.get("containers") or []:
+                where = f"{tpl.workload} {tpl.role} container {container.get('name')}"
                 args = container_serve_args(container, injected)
                 if args is not None:
-                    found.append(ServeInvocation(scenario, where, _role(obj, path), tuple(args), spec, obj))
+                    found.append(ServeInvocation(scenario, where, _role(obj, tpl), tuple(args), spec, obj))
                 elif _looks_like_vllm(container) and not _is_ray_worker(container) \
                         and not _is_bench_client(container) and not _is_staging_copy(container) \
                         and obj.get("kind") != "RayService":

@@ -12,9 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.harness import helm
-from tests.harness.tools import REPO_ROOT
-
-CHARTS = REPO_ROOT / "charts"
+from tests.harness.paths import CHARTS
 
 
 def nodepool_pool_label(nodepool: dict[str, Any]) -> str:

@@ -41,10 +41,11 @@ from . import k8s_meta
 from .errors import NoSchemaError, SchemaError, collect
 from .formats import FORMAT_CHECKER
 from .listmap import StrictValidator
+from .paths import ROOT
 
 CRD_DIR_ENV = "VLLM_EKS_CRD_DIR"
 # Same default as the Makefile: the shared CRD directory beside the checkout.
-DEFAULT_CRD_DIR = Path(__file__).resolve().parents[3] / "shared" / "crds"
+DEFAULT_CRD_DIR = ROOT.parent / "shared" / "crds"
 
 _STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
 METADATA_SCHEMA: dict[str, Any] = {

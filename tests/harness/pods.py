@@ -1,8 +1,9 @@
 """The pods a rendered release will create, as the controllers create them, and the label
 selector and NetworkPolicy semantics the API server and a network plugin apply to them.
 
-Workload objects carry pod templates; the LeaderWorkerSet controller and KubeRay add labels of
-their own to the pods they create (not in the templates), which monitors and policies select on:
+Workload objects carry pod templates (vllm_eks.check.workloads finds them); the LeaderWorkerSet
+controller and KubeRay add labels of their own to the pods they create (not in the templates),
+which monitors and policies select on:
 - LWS: `leaderworkerset.sigs.k8s.io/worker-index`, "0" on the leader (kubernetes-sigs/lws
   `api/leaderworkerset/v1/leaderworkerset_types.go`, WorkerIndexLabelKey);
 - KubeRay: `ray.io/is-ray-node: "yes"` on every Ray pod (ray-project/kuberay
@@ -21,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from vllm_eks.check.workloads import pod_templates
 from vllm_eks.core import contract
 
 KUBERAY_POD_LABELS = {"ray.io/is-ray-node": "yes"}
@@ -66,29 +68,24 @@ def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) ->
     return True
 
 
+# The workloads whose pods these checks look at (vllm_eks.check.workloads walks them).
+CREATED_POD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "LeaderWorkerSet", "RayService"}
+
+
 def created_pods(objects: list[dict[str, Any]]) -> list[CreatedPod]:
     """Every pod the workload objects of a rendered release will create, with the labels the
-    controllers add."""
+    controllers add: one per pod template of vllm_eks.check.workloads.pod_templates."""
     pods: list[CreatedPod] = []
-    for obj in objects:
-        kind, name = obj["kind"], obj["metadata"]["name"]
-        ns = obj["metadata"].get("namespace", "")
-
-        def add(what: str, tpl: dict[str, Any], extra: dict[str, str]) -> None:
-            pods.append(CreatedPod(f"{kind}/{name}{what}", ns, {**tpl["metadata"].get("labels", {}), **extra},
-                                   tpl["spec"]))
-
-        if kind in {"Deployment", "StatefulSet", "DaemonSet"}:
-            add("", obj["spec"]["template"], {})
-        elif kind == "LeaderWorkerSet":
-            lwt = obj["spec"]["leaderWorkerTemplate"]
-            add(" leader", lwt.get("leaderTemplate") or lwt["workerTemplate"], {contract.LWS_WORKER_INDEX_LABEL: "0"})
-            add(" worker", lwt["workerTemplate"], {contract.LWS_WORKER_INDEX_LABEL: "1"})
-        elif kind == "RayService":
-            cluster = obj["spec"]["rayClusterConfig"]
-            add(" head", cluster["headGroupSpec"]["template"], KUBERAY_POD_LABELS)
-            for group in cluster.get("workerGroupSpecs", []):
-                add(f" {group['groupName']}", group["template"], KUBERAY_POD_LABELS)
+    for t in pod_templates(objects, daemonsets=True):
+        if t.kind not in CREATED_POD_KINDS:
+            continue
+        extra: dict[str, str] = {}
+        if t.kind == "LeaderWorkerSet":
+            extra = {contract.LWS_WORKER_INDEX_LABEL: "0" if t.role == "leader" else "1"}
+        elif t.kind == "RayService":
+            extra = KUBERAY_POD_LABELS
+        what = "" if t.role == "pod" else f" {t.group or t.role}"
+        pods.append(CreatedPod(f"{t.workload}{what}", t.namespace, {**t.labels, **extra}, t.spec))
     return pods
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import re
 import shlex
-from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests.harness.paths import ROOT
+
+README = ROOT / "README.md"
 _BLOCK = re.compile(r"^<!-- (install:[a-z-]+)\b[^>]*-->\n```(?:bash|sh)\n(.*?)^```$", re.M | re.S)
 
 

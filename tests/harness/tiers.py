@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .tools import REPO_ROOT
+from .paths import ROOT
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def parse_args(name: str, args: list[str]) -> Tier:
     return Tier(name, markexpr, tuple(paths or ["tests"]))
 
 
-def make_tiers(root: Path = REPO_ROOT) -> list[Tier]:
+def make_tiers(root: Path = ROOT) -> list[Tier]:
     """The tiers as `make test-tiers` prints them: one line per tier, tab-separated arguments."""
     out = subprocess.run(["make", "-s", "--no-print-directory", "-C", str(root), "test-tiers"],
                          capture_output=True, text=True, check=True, timeout=60).stdout
@@ -75,7 +75,7 @@ class _Recorder:
             self.items[item.nodeid] = sorted({m.name for m in item.iter_markers()})
 
 
-def collect(root: Path = REPO_ROOT) -> dict[str, set[str]]:
+def collect(root: Path = ROOT) -> dict[str, set[str]]:
     """node id -> marker names of every test plain `pytest` collects (in a subprocess)."""
     proc = subprocess.run([sys.executable, "-m", "tests.harness.tiers", "-"], cwd=root,
                           capture_output=True, text=True, timeout=300)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.harness.paths import ROOT
 
 
 class ToolMissingError(RuntimeError):
@@ -17,7 +17,7 @@ class ToolMissingError(RuntimeError):
 
 
 def tools_dir() -> Path:
-    return Path(os.environ.get("VLLM_EKS_TOOLS") or REPO_ROOT / ".tools")
+    return Path(os.environ.get("VLLM_EKS_TOOLS") or ROOT / ".tools")
 
 
 def tool_path(name: str) -> Path:
@@ -29,7 +29,7 @@ def require_tool(name: str) -> Path:
     path = tool_path(name)
     if not (path.is_file() and os.access(path, os.X_OK)):
         raise ToolMissingError(
-            f"{name} is not installed at {path}: run `make setup` in {REPO_ROOT} "
+            f"{name} is not installed at {path}: run `make setup` in {ROOT} "
             f"(it installs the pinned helm3/helm4, checkov and promtool into {tools_dir()}/bin)"
         )
     return path

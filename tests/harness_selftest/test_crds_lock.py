@@ -6,16 +6,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.harness.tools import REPO_ROOT
+from tests.harness.paths import TOOLS
 
-FETCH = REPO_ROOT / "tools" / "fetch-crds.py"
+FETCH = TOOLS / "fetch-crds.py"
 
 
 def test_crd_dir_matches_the_lock(crd_dir: Path) -> None:
     proc = subprocess.run([sys.executable, str(FETCH), "verify", str(crd_dir)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    pinned = {line.split("\t")[0] for line in (REPO_ROOT / "tools" / "crds.lock").read_text().splitlines()
+    pinned = {line.split("\t")[0] for line in (TOOLS / "crds.lock").read_text().splitlines()
               if line and not line.startswith("#")}
     present = {p.name for p in crd_dir.glob("*.yaml")}
     assert present == pinned, f"unpinned: {present - pinned}, missing: {pinned - present}"

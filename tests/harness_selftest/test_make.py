@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 import subprocess
 
+from tests.harness.paths import ROOT
 from tests.harness.tiers import collect, make_tiers, parse_args
-from tests.harness.tools import REPO_ROOT
 
-MAKEFILES = [REPO_ROOT / "Makefile", *sorted((REPO_ROOT / "mk").glob("*.mk"))]
+MAKEFILES = [ROOT / "Makefile", *sorted((ROOT / "mk").glob("*.mk"))]
 
 
 def test_every_test_is_in_exactly_one_tier() -> None:
@@ -41,7 +41,7 @@ def _declared_targets() -> set[str]:
 
 
 def test_make_help_lists_every_target_once() -> None:
-    out = subprocess.run(["make", "-s", "--no-print-directory", "-C", str(REPO_ROOT), "help"],
+    out = subprocess.run(["make", "-s", "--no-print-directory", "-C", str(ROOT), "help"],
                          capture_output=True, text=True, check=True, timeout=60).stdout
     listed = [re.match(r"make (\S+)\s+(\S.*)$", line) for line in out.splitlines()]
     assert all(listed), out

@@ -54,7 +54,7 @@ def test_peers() -> None:
 def test_created_pods_add_controller_labels() -> None:
     tpl = {"metadata": {"labels": {"app": "x"}}, "spec": {}}
     lws = {"kind": "LeaderWorkerSet", "metadata": {"name": "g", "namespace": "llm"},
-           "spec": {"leaderWorkerTemplate": {"workerTemplate": tpl}}}
+           "spec": {"leaderWorkerTemplate": {"size": 2, "workerTemplate": tpl}}}
     ray = {"kind": "RayService", "metadata": {"name": "r", "namespace": "llm"},
            "spec": {"rayClusterConfig": {"headGroupSpec": {"template": tpl},
                                          "workerGroupSpecs": [{"groupName": "gpu", "template": tpl}]}}}

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.harness import KUBE_VERSIONS, helm, k8s_schema
-from tests.harness.tools import REPO_ROOT, require_tool
+from tests.harness.paths import ROOT
+from tests.harness.tools import require_tool
 
-TOOLS_MK = REPO_ROOT / "mk" / "tools.mk"
+TOOLS_MK = ROOT / "mk" / "tools.mk"
 
 
 def _make_var(name: str) -> str:

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.harness.paths import VALUES
 from tests.harness.tools import require_tool
 
-ROOT = Path(__file__).resolve().parents[2]
 EXE = str(Path(sys.executable).with_name("vllm-eks"))
-SCENARIOS = sorted(p for p in (ROOT / "values").iterdir() if (p / "plan.json").exists())
+SCENARIOS = sorted(p for p in VALUES.iterdir() if (p / "plan.json").exists())
 
 pytestmark = pytest.mark.render
 

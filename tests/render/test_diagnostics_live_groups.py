@@ -18,10 +18,11 @@ import pytest
 
 from tests.harness import helm
 from tests.harness.fake_kube_api import FakeKubeApi, lws_pods
+from tests.harness.paths import CHARTS
 
 pytestmark = pytest.mark.render
 
-CHART = Path(__file__).resolve().parents[2] / "charts" / "vllm-inference"
+CHART = CHARTS / "vllm-inference"
 CI = CHART / "ci" / "07-multi-node-lws-values.yaml"
 NAMESPACE = "llm"
 MOUNT = "/opt/vllm-eks/diagnostics"

@@ -20,11 +20,11 @@ import yaml
 from click.testing import CliRunner
 
 from tests.harness import helm
+from tests.harness.paths import CHARTS
 from vllm_eks.cli.main import main
 
 pytestmark = pytest.mark.render
 
-CHARTS = Path(__file__).resolve().parents[2] / "charts"
 ZONE = ["--zone", "us-east-1a"]
 # (topology, instance has EFA) -> arguments of a model/instance pair that plans that topology.
 PAIRS: dict[tuple[str, bool], list[str]] = {

@@ -23,12 +23,12 @@ import pytest
 from celpy import celtypes
 
 from tests.harness import CrdRegistry, helm
+from tests.harness.paths import CHARTS, ROOT, VALUES
 
 pytestmark = pytest.mark.render
 
-REPO = Path(__file__).resolve().parents[2]
-CHART = REPO / "charts" / "gpu-infra"
-VALUES_FILES = sorted((CHART / "ci").glob("*-values.yaml")) + sorted((REPO / "values").glob("*/gpu-infra.yaml"))
+CHART = CHARTS / "gpu-infra"
+VALUES_FILES = sorted((CHART / "ci").glob("*-values.yaml")) + sorted(VALUES.glob("*/gpu-infra.yaml"))
 KARPENTER = [("karpenter.sh/v1", "NodePool"), ("karpenter.k8s.aws/v1", "EC2NodeClass")]
 
 
@@ -120,7 +120,7 @@ def _all_rules(registry: CrdRegistry) -> list[tuple[str, str]]:
     return out
 
 
-@pytest.mark.parametrize("values_file", VALUES_FILES, ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("values_file", VALUES_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_cel_rules_hold(values_file: Path, crd_registry: CrdRegistry) -> None:
     objects = _objects(values_file)
     assert {o["kind"] for o in objects} == {"NodePool", "EC2NodeClass"}

@@ -12,22 +12,22 @@ import pytest
 import yaml
 
 from tests.harness import chart_contract, checkov, helm, validate_all
+from tests.harness.paths import CHARTS, ROOT, VALUES
 from vllm_eks.core import contract
 from vllm_eks.values.gpu_infra import GpuInfraValues, reserved_tag_key
 from vllm_eks.values.schema import render_schema
 
 pytestmark = pytest.mark.render
 
-REPO = Path(__file__).resolve().parents[2]
-CHART = REPO / "charts" / "gpu-infra"
+CHART = CHARTS / "gpu-infra"
 NAMESPACE = "gpu-infra"
 CI_FILES = sorted((CHART / "ci").glob("*-values.yaml"))
-SCENARIO_FILES = sorted((REPO / "values").glob("*/gpu-infra.yaml"))
+SCENARIO_FILES = sorted(VALUES.glob("*/gpu-infra.yaml"))
 ALL_FILES = CI_FILES + SCENARIO_FILES
 
 
 def _id(path: Path) -> str:
-    return str(path.relative_to(REPO))
+    return str(path.relative_to(ROOT))
 
 
 @functools.lru_cache(maxsize=None)

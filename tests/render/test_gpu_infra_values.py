@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from tests.harness import chart_contract, helm, validate_all
+from tests.harness.paths import CHARTS
 from tests.harness.tools import tool_path
 from vllm_eks.check import scheduling as fit
 from vllm_eks.core import contract
@@ -23,8 +24,7 @@ from vllm_eks.values.registry import CHART_BUILDERS
 
 pytestmark = pytest.mark.render
 
-REPO = Path(__file__).resolve().parents[2]
-CHART = REPO / "charts" / "gpu-infra"
+CHART = CHARTS / "gpu-infra"
 
 
 def _write(tmp_path: Path, plan, options: ValuesOptions, charts=("gpu-infra",)) -> Path:

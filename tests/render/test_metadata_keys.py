@@ -11,11 +11,11 @@ import pytest
 import yaml
 
 from tests.harness import helm
+from tests.harness.paths import CHARTS, VALUES
 
 pytestmark = pytest.mark.render
 
-REPO = Path(__file__).resolve().parents[2]
-SCENARIO = REPO / "values" / "qwen2.5-7b-g6-xlarge"
+SCENARIO = VALUES / "qwen2.5-7b-g6-xlarge"
 
 REFUSED = ["team name", "-leading-dash", "trailing-dash-", "Example.COM/owner", "example.com/" + "n" * 64,
            "p" * 254 + "/name", "example.com/", "a/b/c", "dots..ok/x_"]
@@ -41,7 +41,7 @@ def _render(tmp_path: Path, chart: str, path: str, keys: list[str], helm_version
     extra = tmp_path / "keys.yaml"
     # label values must be valid label values; annotation values are free text
     extra.write_text(yaml.safe_dump(_nest(path, {k: "v" for k in keys})))
-    return helm.render(REPO / "charts" / chart, [SCENARIO / f"{chart}.yaml", extra],
+    return helm.render(CHARTS / chart, [SCENARIO / f"{chart}.yaml", extra],
                        helm=helm_version, namespace="llm")
 
 
@@ -66,5 +66,5 @@ def test_pool_labels_are_checked_per_pool(tmp_path: Path) -> None:
     extra = tmp_path / "pools.yaml"
     extra.write_text(yaml.safe_dump({"pools": pools}))
     with pytest.raises(helm.HelmError) as err:
-        helm.render(REPO / "charts" / "gpu-infra", [SCENARIO / "gpu-infra.yaml", extra], namespace="llm")
+        helm.render(CHARTS / "gpu-infra", [SCENARIO / "gpu-infra.yaml", extra], namespace="llm")
     assert 'pools[0].labels: key "bad key"' in str(err.value)

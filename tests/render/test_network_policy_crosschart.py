@@ -21,12 +21,11 @@ import pytest
 import yaml
 
 from tests.harness import helm
+from tests.harness.paths import CHARTS, VALUES
 from tests.harness.pods import CreatedPod, created_pods, ingress_admits, selector_matches
 
 pytestmark = pytest.mark.render
 
-REPO = Path(__file__).resolve().parents[2]
-CHARTS = REPO / "charts"
 VLLM_CI = CHARTS / "vllm-inference" / "ci"
 OBS_CI = CHARTS / "observability" / "ci"
 # Where Prometheus runs (kube-prometheus-stack's usual namespace, the one charts/observability's
@@ -34,7 +33,7 @@ OBS_CI = CHARTS / "observability" / "ci"
 MONITORING = "monitoring"
 PROMETHEUS_POD_LABELS = {"app.kubernetes.io/name": "prometheus"}
 
-SCENARIOS = sorted(p.parent for p in (REPO / "values").glob("*/observability.yaml")
+SCENARIOS = sorted(p.parent for p in VALUES.glob("*/observability.yaml")
                    if (p.parent / "vllm-inference.yaml").is_file())
 # (vllm-inference ci file, observability ci file of the same topology)
 CI_PAIRS = [

@@ -11,10 +11,10 @@ import yaml
 
 from tests.harness import helm
 from tests.harness.key_paths import names_key
+from tests.harness.paths import CHARTS, ROOT
 
 pytestmark = pytest.mark.render
 
-ROOT = Path(__file__).resolve().parents[2]
 # A values file each chart renders with (gpu-infra has no pool by default).
 BASE = {"vllm-inference": None, "observability": None,
         "gpu-infra": ROOT / "charts/gpu-infra/ci/01-default-values.yaml"}
@@ -23,7 +23,7 @@ BASE = {"vllm-inference": None, "observability": None,
 def _cases() -> list[tuple[str, str]]:
     out = []
     for chart in sorted(BASE):
-        defaults = yaml.safe_load((ROOT / "charts" / chart / "values.yaml").read_text()) or {}
+        defaults = yaml.safe_load((CHARTS / chart / "values.yaml").read_text()) or {}
         out += [(chart, key) for key in defaults]
     return out
 
@@ -41,7 +41,7 @@ def test_null_top_level_key_is_named(chart: str, key: str, helm_version: str, tm
     nulled.write_text(f"{key}: null\n")
     files = [f for f in (BASE[chart], nulled) if f is not None]
     with pytest.raises(helm.HelmError) as info:
-        helm.render(ROOT / "charts" / chart, files, helm=helm_version, namespace="llm")
+        helm.render(CHARTS / chart, files, helm=helm_version, namespace="llm")
     message = info.value.stderr
     assert names_key(message, key) or f"'{key}'" in message, f"{chart}: {key}: null not named:\n{message}"
     assert "nil pointer" not in message and "executing" not in message, message

@@ -13,15 +13,14 @@ import pytest
 import yaml
 
 from tests.harness import helm
+from tests.harness.paths import CHARTS, VALUES
 from tests.harness.pods import CreatedPod, created_pods
 from tests.harness.pods import selects as _selects
 from vllm_eks.values.observability import vllm_inference_fullname
 
 pytestmark = pytest.mark.render
 
-REPO = Path(__file__).resolve().parents[2]
-CHARTS = REPO / "charts"
-SCENARIOS = sorted(p.parent for p in (REPO / "values").glob("*/observability.yaml")
+SCENARIOS = sorted(p.parent for p in VALUES.glob("*/observability.yaml")
                    if (p.parent / "vllm-inference.yaml").is_file())
 GPU_INFRA_RELEASE = "gpu-infra"
 GPU_INFRA_NAMESPACE = "gpu-infra"

@@ -12,23 +12,23 @@ import pytest
 import yaml
 
 from tests.harness import helm, validate_all
+from tests.harness.paths import CHARTS, ROOT, VALUES
 from vllm_eks.values.observability import ObservabilityValues
 from vllm_eks.values.schema import render_schema
 
 pytestmark = pytest.mark.render
 
-REPO = Path(__file__).resolve().parents[2]
-CHART = REPO / "charts" / "observability"
+CHART = CHARTS / "observability"
 NAMESPACE = "llm"
 CI_FILES = sorted((CHART / "ci").glob("*-values.yaml"))
-SCENARIO_FILES = sorted((REPO / "values").glob("*/observability.yaml"))
+SCENARIO_FILES = sorted(VALUES.glob("*/observability.yaml"))
 ALL_FILES = CI_FILES + SCENARIO_FILES
 MONITORING_KINDS = {"ServiceMonitor", "PodMonitor", "PrometheusRule", "ScaledObject",
                     "TriggerAuthentication", "ConfigMap"}
 
 
 def _id(path: Path) -> str:
-    return str(path.relative_to(REPO))
+    return str(path.relative_to(ROOT))
 
 
 @functools.lru_cache(maxsize=None)

@@ -13,20 +13,20 @@ import pytest
 import yaml
 
 from tests.harness import helm, promtool
+from tests.harness.paths import CHARTS, DOCS, ROOT, VALUES
 
 pytestmark = pytest.mark.render
 
-REPO = Path(__file__).resolve().parents[2]
-CHART = REPO / "charts" / "observability"
-PROMTOOL_DIR = REPO / "tests" / "promtool"
+CHART = CHARTS / "observability"
+PROMTOOL_DIR = ROOT / "tests" / "promtool"
 TEST_VALUES = PROMTOOL_DIR / "values.yaml"
 UNIT_TESTS = sorted(PROMTOOL_DIR.glob("*.test.yaml"))
-RUNBOOKS = REPO / "docs" / "runbooks"
-VALUES_FILES = sorted((CHART / "ci").glob("*-values.yaml")) + sorted((REPO / "values").glob("*/observability.yaml"))
+RUNBOOKS = DOCS / "runbooks"
+VALUES_FILES = sorted((CHART / "ci").glob("*-values.yaml")) + sorted(VALUES.glob("*/observability.yaml"))
 
 
 def _id(path: Path) -> str:
-    return str(path.relative_to(REPO))
+    return str(path.relative_to(ROOT))
 
 
 def _rule(values_files: list[Path], set_values: dict | None = None) -> dict | None:

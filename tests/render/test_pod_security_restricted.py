@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 
 from tests.harness import helm, pod_security
+from tests.harness.paths import CHARTS, VALUES
 
 pytestmark = pytest.mark.render
 
-ROOT = Path(__file__).resolve().parents[2]
-VLLM = ROOT / "charts" / "vllm-inference"
-OBSERVABILITY = ROOT / "charts" / "observability"
+VLLM = CHARTS / "vllm-inference"
+OBSERVABILITY = CHARTS / "observability"
 CASES = ([(VLLM, f) for f in sorted((VLLM / "ci").glob("*-values.yaml"))]
-         + [(VLLM, f) for f in sorted((ROOT / "values").glob("*/vllm-inference.yaml"))]
+         + [(VLLM, f) for f in sorted(VALUES.glob("*/vllm-inference.yaml"))]
          + [(OBSERVABILITY, f) for f in sorted((OBSERVABILITY / "ci").glob("*-values.yaml"))]
-         + [(OBSERVABILITY, f) for f in sorted((ROOT / "values").glob("*/observability.yaml"))])
+         + [(OBSERVABILITY, f) for f in sorted(VALUES.glob("*/observability.yaml"))])
 TOPOLOGIES = {"single-node", "multi-node", "ray-serve", "disaggregated"}
 
 

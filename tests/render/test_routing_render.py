@@ -16,19 +16,19 @@ import yaml
 
 from tests.harness import KUBE_VERSIONS, checkov, helm, pod_security, validate_all
 from tests.harness.args import value_of
+from tests.harness.paths import CHARTS, VALUES
 
 pytestmark = pytest.mark.render
 
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "vllm-inference"
+CHART = CHARTS / "vllm-inference"
 NAMESPACE = "llm"
 RELEASE = "vllm"
 FULLNAME = "vllm-vllm-inference"
 PICKER = f"{FULLNAME}-epp"
-SINGLE = ROOT / "values" / "qwen2.5-7b-g6-xlarge" / "vllm-inference.yaml"
-MULTI = ROOT / "values" / "llama-3.1-405b-p5-48xlarge-lws" / "vllm-inference.yaml"
-RAY = ROOT / "values" / "llama-3.1-70b-g6e-12xlarge-rayservice" / "vllm-inference.yaml"
-DISAGG = ROOT / "values" / "qwen3-8b-g6-8xlarge-disaggregated" / "vllm-inference.yaml"
+SINGLE = VALUES / "qwen2.5-7b-g6-xlarge" / "vllm-inference.yaml"
+MULTI = VALUES / "llama-3.1-405b-p5-48xlarge-lws" / "vllm-inference.yaml"
+RAY = VALUES / "llama-3.1-70b-g6e-12xlarge-rayservice" / "vllm-inference.yaml"
+DISAGG = VALUES / "qwen3-8b-g6-8xlarge-disaggregated" / "vllm-inference.yaml"
 CERT = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-6789-abcd-ef0123456789"
 GATEWAY = {"routing.mode": "gateway",
            "routing.gateway.parentRefs": [{"name": "inference-gateway", "namespace": "gateway-system"}]}

@@ -9,12 +9,12 @@ import pytest
 import yaml
 
 from tests.harness import helm
+from tests.harness.paths import CHARTS
 from tests.harness.scenario_values import generate
 from vllm_eks.output.scenario_folder import values_document
 
 pytestmark = pytest.mark.render
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_short_values_render_what_the_full_values_render(tmp_path: Path) -> None:
@@ -22,7 +22,7 @@ def test_short_values_render_what_the_full_values_render(tmp_path: Path) -> None
     for cv in generate(tmp_path / "scenarios"):
         full = tmp_path / f"{cv.scenario}-{cv.chart}-full.yaml"
         full.write_text(yaml.safe_dump(values_document(cv.model), sort_keys=False))
-        chart = REPO / "charts" / cv.chart
+        chart = CHARTS / cv.chart
         short_objects = helm.render(chart, [cv.path], namespace="llm")
         assert short_objects == helm.render(chart, [full], namespace="llm"), f"{cv.scenario}/{cv.chart}"
         compared += len(short_objects)

@@ -52,11 +52,11 @@ from hypothesis import strategies as st
 
 from tests.harness import KUBE_VERSIONS, helm, render_oracle, summary
 from tests.harness.key_paths import names_key
+from tests.harness.paths import ROOT, VALUES
 from tests.harness.timing import timed
 
 pytestmark = pytest.mark.render
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES_ENV = "VLLM_EKS_VALUES_EXAMPLES"
 EXAMPLES = int(os.environ.get(EXAMPLES_ENV, "300"))
 CHARTS = ("vllm-inference", "gpu-infra", "observability")
@@ -137,7 +137,7 @@ def load_chart(name: str) -> Chart:
     directory = ROOT / "charts" / name
     seeds = [("defaults", {})] + [
         (str(f.relative_to(ROOT)), yaml.safe_load(f.read_text()) or {})
-        for f in sorted((ROOT / "values").glob(f"*/{name}.yaml"))]
+        for f in sorted(VALUES.glob(f"*/{name}.yaml"))]
     return Chart(name, directory, yaml.safe_load((directory / "values.yaml").read_text()) or {},
                  json.loads((directory / "values.schema.json").read_text()), tuple(seeds))
 

@@ -14,17 +14,17 @@ from typing import Any
 import pytest
 
 from tests.harness import KUBE_VERSIONS, helm, pod_security, validate_all
+from tests.harness.paths import CHARTS, VALUES
 from vllm_eks.bench.runner import bench_args, result_name
 
 pytestmark = pytest.mark.render
 
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "vllm-inference"
+CHART = CHARTS / "vllm-inference"
 NAMESPACE, RELEASE = "llm", "vllm"
 NAME = "vllm-vllm-inference-benchmark"
-SINGLE = ROOT / "values" / "qwen2.5-7b-g6-xlarge" / "vllm-inference.yaml"
-MULTI = ROOT / "values" / "llama-3.1-405b-p5-48xlarge-lws" / "vllm-inference.yaml"
-RAY = ROOT / "values" / "llama-3.1-70b-g6e-12xlarge-rayservice" / "vllm-inference.yaml"
+SINGLE = VALUES / "qwen2.5-7b-g6-xlarge" / "vllm-inference.yaml"
+MULTI = VALUES / "llama-3.1-405b-p5-48xlarge-lws" / "vllm-inference.yaml"
+RAY = VALUES / "llama-3.1-70b-g6e-12xlarge-rayservice" / "vllm-inference.yaml"
 ON = {"benchmark.enabled": True}
 CASES = {
     "job-single-node": (SINGLE, ON),

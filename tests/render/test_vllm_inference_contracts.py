@@ -14,11 +14,11 @@ import pytest
 import yaml
 
 from tests.harness import helm
+from tests.harness.paths import CHARTS, ROOT
 
 pytestmark = pytest.mark.render
 
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "vllm-inference"
+CHART = CHARTS / "vllm-inference"
 FILES = sorted(ROOT.glob("values/*/vllm-inference.yaml")) + sorted((CHART / "ci").glob("*-values.yaml"))
 SCRIPTS = "/opt/vllm-eks/scripts"
 DLC = "public.ecr.aws/deep-learning-containers/ray:serve-llm-cuda-v1.0.0"

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from tests.harness import helm
+from tests.harness.paths import CHARTS, VALUES
 from tests.render.test_vllm_inference_rayserve import assert_head_runs_no_model, head_and_groups, rayservice, serve_app
 from vllm_eks.catalog.instances import instance_catalog
 from vllm_eks.core import contract
@@ -25,8 +26,7 @@ DEFAULTS = ValuesOptions()
 
 pytestmark = pytest.mark.render
 
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "vllm-inference"
+CHART = CHARTS / "vllm-inference"
 CI = CHART / "ci" / "09-disaggregated-values.yaml"
 NAMESPACE = "llm"
 
@@ -106,6 +106,6 @@ def test_ci_pools_are_sized_separately() -> None:
 
 
 def test_committed_disaggregated_scenario_exists() -> None:
-    names = [p.parent.name for p in (ROOT / "values").glob("*/plan.json")
+    names = [p.parent.name for p in VALUES.glob("*/plan.json")
              if json.loads(p.read_text())["topology"] == "disaggregated"]
     assert "qwen3-8b-g6-8xlarge-disaggregated" in names

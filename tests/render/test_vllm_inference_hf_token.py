@@ -3,18 +3,16 @@ model.huggingface.tokenSecret.optional false makes a missing Secret stop the pod
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.harness import helm
 from tests.harness.chart_contract import server_container
+from tests.harness.paths import CHARTS, VALUES
 
 pytestmark = pytest.mark.render
 
-REPO = Path(__file__).resolve().parents[2]
-CHART = REPO / "charts" / "vllm-inference"
-SCENARIO = REPO / "values" / "qwen2.5-7b-g6-xlarge" / "vllm-inference.yaml"
+CHART = CHARTS / "vllm-inference"
+SCENARIO = VALUES / "qwen2.5-7b-g6-xlarge" / "vllm-inference.yaml"
 
 
 def _pod(objects: list[dict]) -> dict:

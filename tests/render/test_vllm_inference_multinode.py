@@ -13,6 +13,7 @@ import yaml
 
 from tests.harness import chart_contract, helm
 from tests.harness.args import contains_run, value_of
+from tests.harness.paths import CHARTS, VALUES
 from vllm_eks.catalog.instances import instance_catalog
 from vllm_eks.core import contract
 from vllm_eks.core.units import parse_quantity
@@ -27,8 +28,7 @@ DEFAULTS = ValuesOptions()
 
 pytestmark = pytest.mark.render
 
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "vllm-inference"
+CHART = CHARTS / "vllm-inference"
 CI = CHART / "ci" / "07-multi-node-lws-values.yaml"
 NAMESPACE = "llm"
 # Old blog posts' settings for the old aws-ofi-nccl; current plugins choose the provider themselves.
@@ -300,6 +300,6 @@ def test_single_node_pp_plan_args_stay_rejected() -> None:
 
 
 def test_committed_lws_scenarios_exist() -> None:
-    names = [p.parent.name for p in (ROOT / "values").glob("*/plan.json")
+    names = [p.parent.name for p in VALUES.glob("*/plan.json")
              if json.loads(p.read_text())["topology"] == "multi-node"]
     assert {"llama-3.1-405b-p5-48xlarge-lws", "deepseek-v3-p5-48xlarge-lws"} <= set(names)

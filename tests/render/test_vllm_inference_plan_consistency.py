@@ -14,6 +14,7 @@ import yaml
 
 from tests.harness import chart_contract, helm
 from tests.harness.args import contains_run
+from tests.harness.paths import CHARTS, VALUES
 from vllm_eks.core import contract
 from vllm_eks.core.units import parse_quantity
 from vllm_eks.output.scenario_folder import values_document
@@ -35,9 +36,8 @@ from tests.render.test_vllm_inference_rayserve import assert_rayserve_matches_pl
 CHECKS = {"multi-node": assert_multinode_matches_plan, "ray-serve": assert_rayserve_matches_plan,
           "disaggregated": assert_disaggregated_matches_plan}
 
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "vllm-inference"
-SCENARIOS = sorted(p.parent for p in (ROOT / "values").glob("*/plan.json")
+CHART = CHARTS / "vllm-inference"
+SCENARIOS = sorted(p.parent for p in VALUES.glob("*/plan.json")
                    if (p.parent / "vllm-inference.yaml").is_file())
 # Issue 3's single-node scenarios, planned here so the check runs even before `make values`.
 PLANNED = [("llama-3.1-8b-instruct", "g6e.xlarge"), ("llama-3.1-70b-instruct", "p5.48xlarge"),

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from tests.harness import chart_contract, helm
+from tests.harness.paths import CHARTS, ROOT, VALUES
 from vllm_eks.core import contract
 from vllm_eks.output.scenario_folder import values_document
 from vllm_eks.spec.plan import Plan
@@ -23,11 +24,10 @@ DEFAULTS = ValuesOptions()
 
 pytestmark = pytest.mark.render
 
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "vllm-inference"
+CHART = CHARTS / "vllm-inference"
 CI = CHART / "ci" / "08-ray-serve-values.yaml"
 NAMESPACE = "llm"
-CRD = Path(__file__).resolve().parents[3] / "shared" / "crds" / "ray.io_rayservices.yaml"
+CRD = ROOT.parent / "shared" / "crds" / "ray.io_rayservices.yaml"
 
 
 def rayservice(objects: list[dict[str, Any]]) -> dict[str, Any]:
@@ -138,7 +138,7 @@ def test_no_deprecated_kuberay_field_is_rendered() -> None:
 
 
 def test_committed_rayservice_scenario_exists() -> None:
-    names = [p.parent.name for p in (ROOT / "values").glob("*/plan.json")
+    names = [p.parent.name for p in VALUES.glob("*/plan.json")
              if json.loads(p.read_text())["topology"] == "ray-serve"]
     assert "llama-3.1-70b-g6e-12xlarge-rayservice" in names
 

@@ -15,15 +15,15 @@ import yaml
 
 from tests.harness import KUBE_VERSIONS, chart_contract, checkov, helm, validate_all
 from tests.harness.args import value_of
+from tests.harness.paths import CHARTS, VALUES
 from vllm_eks.core import contract
 
 pytestmark = pytest.mark.render
 
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "vllm-inference"
+CHART = CHARTS / "vllm-inference"
 CI_FILES = sorted((CHART / "ci").glob("*-values.yaml"))
 # Generated scenarios (`make values`): rendered, linted, validated and scanned like the ci files.
-SCENARIO_FILES = sorted((ROOT / "values").glob("*/vllm-inference.yaml"))
+SCENARIO_FILES = sorted(VALUES.glob("*/vllm-inference.yaml"))
 ALL_FILES = CI_FILES + SCENARIO_FILES
 NAMESPACE = "llm"
 RELEASE = "vllm"

@@ -2,19 +2,15 @@
 every log's run is recomputed through the generator's budget, and the planned available KV
 memory must stay close to what vLLM logged and never far above it."""
 
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.harness.paths import DOCS
 from vllm_eks.check import calibration
 from vllm_eks.core.units import GIB
 
-ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "data" / "calibration_logs.yaml"
-sys.path.insert(0, str(ROOT / "tools"))
-
-import gen_calibration_docs  # noqa: E402
 
 LOGS = calibration.load(DATA)
 PREDICTIONS = [calibration.predict(log) for log in LOGS]
@@ -66,6 +62,6 @@ def test_logged_weights_are_predicted_within_7_percent_where_the_format_is_model
 
 
 def test_docs_table_is_current():
-    doc = ROOT / "docs" / "calibration-logs.md"
+    doc = DOCS / "calibration-logs.md"
     current = doc.read_text()
-    assert gen_calibration_docs.render(current) == current, "docs/calibration-logs.md is stale: run `make docs`"
+    assert calibration.render_doc(current, DATA) == current, "docs/calibration-logs.md is stale: run `make docs`"

@@ -5,11 +5,11 @@ nothing else, calls exactly once (bitnami's validateValues pattern)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.harness.paths import ROOT
+
 CHARTS = sorted(p.parent.name for p in (ROOT / "charts").glob("*/Chart.yaml"))
 DEFINE = re.compile(r'{{-?\s*define\s+"([^"]+)"\s*-?}}(.*?){{-?\s*end\s*-?}}\s*(?={{-?\s*/\*|{{-?\s*define|\Z)', re.S)
 

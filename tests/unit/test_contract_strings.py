@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 
+from tests.harness.paths import CHARTS, GENERATOR_PACKAGE
 from vllm_eks.core import contract
 
-ROOT = Path(__file__).resolve().parents[2]
-GENERATOR = ROOT / "generator" / "vllm_eks"
-TEMPLATES = sorted(p for p in (ROOT / "charts").glob("*/templates/**/*") if p.is_file())
+GENERATOR = GENERATOR_PACKAGE
+TEMPLATES = sorted(p for p in CHARTS.glob("*/templates/**/*") if p.is_file())
 
 # The project's own label domain, and its contract strings as the templates spell them.
 PROJECT_LABEL = re.compile(r"vllm-eks\.io/[A-Za-z0-9._-]+")

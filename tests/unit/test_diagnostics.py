@@ -13,8 +13,9 @@ from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = ROOT / "charts" / "vllm-inference" / "files" / "diagnostics"
+from tests.harness.paths import CHARTS
+
+SCRIPTS = CHARTS / "vllm-inference" / "files" / "diagnostics"
 DATA = Path(__file__).parent / "data" / "diagnostics"
 
 

@@ -13,13 +13,13 @@ import pytest
 import yaml
 
 from tests.harness import chart_contract, helm
+from tests.harness.paths import CHARTS, VALUES
 from tests.harness.tools import tool_path
 from vllm_eks.check import scheduling as fit
 from vllm_eks.core import contract
 from vllm_eks.core.units import parse_quantity
 
-REPO = Path(__file__).resolve().parents[2]
-SCENARIOS = sorted(p.parent for p in (REPO / "values").glob("*/vllm-inference.yaml")
+SCENARIOS = sorted(p.parent for p in VALUES.glob("*/vllm-inference.yaml")
                    if (p.parent / "gpu-infra.yaml").is_file())
 HELM4 = str(tool_path("helm4"))
 
@@ -30,7 +30,7 @@ def _render(chart: str, values: dict[str, Any] | Path, tmp_path: Path, release: 
         path.write_text(yaml.safe_dump(values))
     else:
         path = values
-    return helm.render(REPO / "charts" / chart, [path], helm="helm4", release=release, namespace="ns")
+    return helm.render(CHARTS / chart, [path], helm="helm4", release=release, namespace="ns")
 
 
 def _scenario(name_part: str) -> Path:

@@ -6,13 +6,12 @@ generator's chart registry and the cluster tier's install list must name the sam
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 from tests.cluster.scenarios import CHARTS as CLUSTER_INSTALL_ORDER
 from tests.cluster.shapes import RELEASES as CLUSTER_RELEASES
+from tests.harness.paths import ROOT, TOOLS
 from vllm_eks.values.registry import CHART_BUILDERS
 
-ROOT = Path(__file__).resolve().parents[2]
 CHARTS = sorted(p.parent.name for p in (ROOT / "charts").glob("*/Chart.yaml"))
 
 
@@ -29,13 +28,13 @@ def test_the_cluster_tier_installs_every_chart():
 def test_no_chart_list_in_the_makefile_or_tools():
     names = "|".join(re.escape(c) for c in CHARTS)
     listed = re.compile(rf"(?:{names})[\"']?[\s,]+[\"']?(?:{names})")
-    files = [ROOT / "Makefile", *(ROOT / "mk").glob("*.mk"), *(ROOT / "tools").glob("*.py")]
+    files = [ROOT / "Makefile", *(ROOT / "mk").glob("*.mk"), *TOOLS.glob("*.py")]
     offenders = [str(f.relative_to(ROOT)) for f in files if listed.search(f.read_text())]
     assert not offenders, f"list the charts from charts/*/Chart.yaml instead: {offenders}"
 
 
 def test_schemas_and_readme_tables_have_not_drifted():
     for extra in ([], ["--docs"]):
-        r = subprocess.run([sys.executable, str(ROOT / "tools" / "gen-schemas.py"), "--check", *extra],
+        r = subprocess.run([sys.executable, str(TOOLS / "gen-schemas.py"), "--check", *extra],
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stdout + r.stderr

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-CONTRACTS = ROOT / "charts" / "vllm-inference" / "files" / "contracts"
+from tests.harness.paths import CHARTS
+
+CONTRACTS = CHARTS / "vllm-inference" / "files" / "contracts"
 EX_CONFIG = 78
 PIECES = ("vllm-cli", "vllm-module", "ray-cli", "ray-module", "python3", "libfabric", "fi_info",
           "efa-provider", "aws-ofi-nccl", "nixl-module", "nixl-plugin", "runai-module", "runai-s3-module",

@@ -17,6 +17,7 @@ from unittest import mock
 
 import pytest
 
+from tests.harness.paths import VALUES
 from vllm_eks.catalog.instances import instance_catalog
 from vllm_eks.core.errors import VllmEksError
 from vllm_eks.core.units import GIB, MIB, gib
@@ -477,7 +478,7 @@ def test_packed_weights_per_gpu_only_grow_against_the_stored_estimate():
 
 
 def test_a_plan_json_reads_back_into_the_same_plan():
-    for scenario in sorted((Path(__file__).resolve().parents[2] / "values").glob("*/plan.json")):
+    for scenario in sorted(VALUES.glob("*/plan.json")):
         summary = json.loads(scenario.read_text())
         again = Plan.from_summary(summary).json_summary()
         summary.pop("derivations"), again.pop("derivations")

@@ -19,11 +19,12 @@ import promql_parser
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-CHART = REPO / "charts" / "observability"
+from tests.harness.paths import CHARTS, DOCS
+
+CHART = CHARTS / "observability"
 DASHBOARDS = sorted((CHART / "dashboards").glob("*.json"))
 RULE_FILES = sorted((CHART / "rules").glob("*.yaml"))
-SOURCES_DOC = REPO / "docs" / "metrics-sources.md"
+SOURCES_DOC = DOCS / "metrics-sources.md"
 
 # Values for the ${name} placeholders of rules/*.yaml: the shapes observability.ruleParameters
 # renders (label matchers, numbers, a URL).

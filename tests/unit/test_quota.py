@@ -6,21 +6,18 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.harness.paths import CHARTS, GENERATOR_PACKAGE, VALUES
 from tests.unit.cli_result import one_line_error
 from vllm_eks.planning import quota
 from vllm_eks.spec.plan import Plan
 
-ROOT = Path(__file__).resolve().parents[2]
-VALUES = ROOT / "values"
-
 
 def _vcpus() -> dict[str, int]:
-    with open(ROOT / "generator" / "vllm_eks" / "catalog" / "data" / "instances.csv") as f:
+    with open(GENERATOR_PACKAGE / "catalog" / "data" / "instances.csv") as f:
         return {row["instance"]: int(row["vcpu"]) for row in csv.DictReader(f)}
 
 
@@ -103,7 +100,7 @@ def test_parse_quotas():
 def test_chart_rollout_surge_matches():
     """The rolling-update peak assumes the chart's maxSurge default, which the values model keeps."""
     from vllm_eks.values.vllm_inference.chart import RollingUpdate
-    chart = yaml.safe_load((ROOT / "charts" / "vllm-inference" / "values.yaml").read_text())
+    chart = yaml.safe_load((CHARTS / "vllm-inference" / "values.yaml").read_text())
     assert chart["strategy"]["rollingUpdate"]["maxSurge"] == quota.ROLLOUT_MAX_SURGE
     assert RollingUpdate().max_surge == quota.ROLLOUT_MAX_SURGE
 

@@ -1,17 +1,12 @@
 """The README's generated blocks (example plan, scenario list) match the tools' output."""
 
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-
-import update_readme  # noqa: E402
+from tests.harness.paths import CHARTS, ROOT, SCENARIOS_FILE
+from vllm_eks.cli import readme
 
 
 def test_readme_generated_blocks_are_current():
     current = (ROOT / "README.md").read_text()
-    assert update_readme.render(current) == current, "README.md is stale: run `make docs`"
+    assert readme.render(current, SCENARIOS_FILE) == current, "README.md is stale: run `make docs`"
 
 
 def test_readme_states_the_two_commands_and_ci_runs_the_test_one():
@@ -85,6 +80,6 @@ def test_gated_model_secret_is_the_one_the_values_name():
 def test_readme_kubernetes_range_is_the_charts_kube_version():
     readme = (ROOT / "README.md").read_text()
     for chart in ("gpu-infra", "vllm-inference", "observability"):
-        kube = yaml.safe_load((ROOT / "charts" / chart / "Chart.yaml").read_text())["kubeVersion"]
+        kube = yaml.safe_load((CHARTS / chart / "Chart.yaml").read_text())["kubeVersion"]
         assert kube == ">=1.31.0-0", chart
     assert "Kubernetes 1.31 or newer (every chart's `kubeVersion` is `>=1.31.0-0`" in readme

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import math
 import shlex
-from pathlib import Path
 
 import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.harness.paths import SCENARIOS_FILE, VALUES
 from vllm_eks.catalog.instances import instance_catalog
 from vllm_eks.catalog.models import model_catalog, resolve_model
 from vllm_eks.core.errors import InvalidOptionError, VllmEksError
@@ -32,14 +32,13 @@ from vllm_eks.spec.request import PlanRequest
 from vllm_eks.values.options import ValuesOptions
 from vllm_eks.values.vllm_inference.routing_build import api_key_values, check_routing, gateway_duration, routing_values
 
-ROOT = Path(__file__).resolve().parents[2]
-SCENARIOS = yaml.safe_load((ROOT / "values" / "scenarios.yaml").read_text())["scenarios"]
+SCENARIOS = yaml.safe_load(SCENARIOS_FILE.read_text())["scenarios"]
 CERT = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-6789-abcd-ef0123456789"
 ROUTING_KEYS = [k for k in RoutingPlan.model_fields if k != "derivations"]
 
 
 def _scenario_plan(name: str) -> Plan:
-    return Plan.from_summary(json.loads((ROOT / "values" / name / "plan.json").read_text()))
+    return Plan.from_summary(json.loads((VALUES / name / "plan.json").read_text()))
 
 
 # ----------------------------------------------------------------------------- the figures

@@ -16,13 +16,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
+from tests.harness.paths import CHARTS
 from tests.harness.scenario_values import ChartValues, generate
 from vllm_eks.core.units import bytes_quantity, quantity_bytes
 from vllm_eks.output.scenario_folder import values_document
 from vllm_eks.output.values_files import commented_yaml, forkable_values, human_size
 from vllm_eks.values.schema import values_schema
 
-ROOT = Path(__file__).resolve().parents[2]
 KEY_LINE = re.compile(r"^(\s*)(- )?([A-Za-z0-9_.'/-]+):( |$)")
 
 
@@ -48,7 +48,7 @@ def _load(path: Path) -> dict:
 def test_files_are_short_and_round_trip(written: list[ChartValues]) -> None:
     for cv in written:
         doc = _load(cv.path)
-        defaults = _load(ROOT / "charts" / cv.chart / "values.yaml")
+        defaults = _load(CHARTS / cv.chart / "values.yaml")
         full = values_document(cv.model)
         # what helm reads from the short file is what it read from the full dump, apart from the
         # sections the topology never reads (test_short_values_render_what_the_full_values_render

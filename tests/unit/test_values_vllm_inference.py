@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 import math
 import re
-from pathlib import Path
 
 import jsonschema
 import pytest
 import yaml
 from pydantic import ValidationError
 
-from tests.harness.paths import VALUES
+from tests.harness.paths import CHARTS, VALUES
 from vllm_eks.core import contract
 from vllm_eks.core.errors import VllmEksError
 from vllm_eks.core.units import GIB, bytes_quantity, cpu_quantity, parse_quantity
@@ -32,8 +31,7 @@ from vllm_eks.values.schema import (
 )
 from vllm_eks.values.vllm_inference.chart import VllmInferenceValues, build_values
 
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "vllm-inference"
+CHART = CHARTS / "vllm-inference"
 TITLE = "vllm-inference values"
 
 

@@ -16,6 +16,7 @@ from vllm_eks.catalog.models import model_catalog
 from vllm_eks.core.units import GIB
 from vllm_eks.memory import budget
 from vllm_eks.model.architecture import parse_config
+from vllm_eks.output import doc_blocks
 from vllm_eks.planning import decisions
 from vllm_eks.spec.request import PlanRequest
 
@@ -123,3 +124,13 @@ def table(preds: list[Prediction]) -> str:
         elif not p.bounded:
             rows.append(f"\n- {p.log['id']} is outside the bound: {p.log['outside_bound']}.")
     return "\n".join(rows) + "\n"
+
+
+TABLE_BLOCK = "calibration-table"
+
+
+def render_doc(text: str, data: Path) -> str:
+    """text (docs/calibration-logs.md) with its calibration-table block recomputed from every log
+    in data. Raises doc_blocks.MissingBlockError when the block is missing."""
+    return doc_blocks.replace_block(text, TABLE_BLOCK,
+                                    lambda: table([predict(log) for log in load(data)]))

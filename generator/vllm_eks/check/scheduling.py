@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 
 from vllm_eks.catalog.instances import Hardware, instance_catalog
+from vllm_eks.check.workloads import PodTemplate, pod_requests, pod_templates
 from vllm_eks.core import contract
 from vllm_eks.core.errors import VllmEksError
 from vllm_eks.core.units import GIB, MIB, parse_quantity
@@ -106,119 +107,6 @@ def _fmt(resource: str, amount: Decimal) -> str:
     if resource in (MEMORY, EPHEMERAL):
         return f"{float(amount) / GIB:.1f} GiB"
     return str(int(amount))
-
-
-# --- pod templates ----------------------------------------------------------------------------
-
-@dataclass
-class PodTemplate:
-    workload: str
-    role: str
-    spec: dict[str, Any]
-    count: int
-    surge: int = 0
-
-    def requests(self) -> dict[str, Decimal]:
-        return pod_requests(self.spec)
-
-
-def _container_requests(container: dict[str, Any]) -> dict[str, Decimal]:
-    res = container.get("resources") or {}
-    out: dict[str, Decimal] = {}
-    # An absent request defaults to the limit (the API server does this on admission).
-    for source in (res.get("limits") or {}, res.get("requests") or {}):
-        for name, q in source.items():
-            out[name] = parse_quantity(q)
-    return out
-
-
-def pod_requests(spec: dict[str, Any]) -> dict[str, Decimal]:
-    """Effective requests as the scheduler sums them: app containers plus restartable
-    (sidecar) init containers, or the largest ordinary init container if that is bigger."""
-    total: dict[str, Decimal] = defaultdict(Decimal)
-    init_peak: dict[str, Decimal] = defaultdict(Decimal)
-    sidecars: dict[str, Decimal] = defaultdict(Decimal)
-    for c in spec.get("initContainers") or []:
-        req = _container_requests(c)
-        if c.get("restartPolicy") == "Always":
-            for k, v in req.items():
-                sidecars[k] += v
-        else:
-            for k, v in req.items():
-                init_peak[k] = max(init_peak[k], v + sidecars[k])
-    for c in spec.get("containers") or []:
-        for k, v in _container_requests(c).items():
-            total[k] += v
-    for k, v in sidecars.items():
-        total[k] += v
-    for k, v in init_peak.items():
-        total[k] = max(total[k], v)
-    return dict(total)
-
-
-def _surge(replicas: int, strategy: dict[str, Any] | None) -> int:
-    strategy = strategy or {}
-    if strategy.get("type") == "Recreate":
-        return 0
-    raw = (strategy.get("rollingUpdate") or {}).get("maxSurge", "25%")
-    if isinstance(raw, str) and raw.endswith("%"):
-        return math.ceil(replicas * int(raw[:-1]) / 100)
-    return int(raw)
-
-
-def _is_hook(obj: dict[str, Any]) -> bool:
-    return "helm.sh/hook" in ((obj.get("metadata") or {}).get("annotations") or {})
-
-
-def _ray_templates(workload: str, cluster_spec: dict[str, Any]) -> list[PodTemplate]:
-    out: list[PodTemplate] = []
-    head = (cluster_spec.get("headGroupSpec") or {}).get("template")
-    if head:
-        out.append(PodTemplate(workload, "head", head.get("spec") or {}, 1))
-    for group in cluster_spec.get("workerGroupSpecs") or []:
-        replicas = max(int(group.get("replicas") or 0), int(group.get("minReplicas") or 0), 1)
-        hosts = int(group.get("numOfHosts") or 1)
-        template = group.get("template") or {}
-        out.append(PodTemplate(workload, f"worker group {group.get('groupName', '?')}",
-                               template.get("spec") or {}, replicas * hosts))
-    return out
-
-
-def pod_templates(objects: Iterable[dict[str, Any]]) -> list[PodTemplate]:
-    """Every pod template in the objects, with how many pods it stands for."""
-    out: list[PodTemplate] = []
-    for obj in objects:
-        if _is_hook(obj):
-            continue  # helm test pods and hooks are not serving capacity
-        kind = obj.get("kind", "")
-        name = f"{kind}/{(obj.get('metadata') or {}).get('name', '?')}"
-        spec = obj.get("spec") or {}
-        if kind == "Pod":
-            out.append(PodTemplate(name, "pod", spec, 1))
-        elif kind in ("Deployment", "StatefulSet", "ReplicaSet", "Job"):
-            replicas = int(spec.get("parallelism" if kind == "Job" else "replicas", 1) or 0)
-            surge = _surge(replicas, spec.get("strategy")) if kind == "Deployment" else 0
-            out.append(PodTemplate(name, "pod", (spec.get("template") or {}).get("spec") or {}, replicas, surge))
-        elif kind == "LeaderWorkerSet":
-            replicas = int(spec.get("replicas", 1))
-            lwt = spec.get("leaderWorkerTemplate") or {}
-            size = int(lwt.get("size", 1))
-            rolling = ((spec.get("rolloutStrategy") or {}).get("rollingUpdateConfiguration") or {})
-            surge_groups = int(rolling.get("maxSurge", 0)) if not str(rolling.get("maxSurge", 0)).endswith("%") \
-                else math.ceil(replicas * int(str(rolling["maxSurge"])[:-1]) / 100)
-            worker = (lwt.get("workerTemplate") or {}).get("spec") or {}
-            leader = (lwt.get("leaderTemplate") or {}).get("spec")
-            if leader is not None:
-                out.append(PodTemplate(name, "leader", leader, replicas, surge_groups))
-                if size > 1:
-                    out.append(PodTemplate(name, "worker", worker, replicas * (size - 1), surge_groups * (size - 1)))
-            else:
-                out.append(PodTemplate(name, "worker", worker, replicas * size, surge_groups * size))
-        elif kind == "RayCluster":
-            out += _ray_templates(name, spec)
-        elif kind == "RayService":
-            out += _ray_templates(name, spec.get("rayClusterConfig") or {})
-    return out
 
 
 def _selected_keys(spec: dict[str, Any]) -> set[str]:

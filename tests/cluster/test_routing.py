@@ -1,5 +1,5 @@
 """routing.mode gateway and alb on the real control plane (mode service is every scenario's default,
-installed by test_cluster_scenarios). gateway: the first committed Deployment scenario installed
+installed by test_scenarios). gateway: the first committed Deployment scenario installed
 with an InferencePool, an HTTPRoute and the Endpoint Picker. The API server stores every object
 (the pinned InferencePool and HTTPRoute CRDs), the picker pod is scheduled on a general-purpose
 node (it tolerates no GPU taint) and becomes Ready, and the InferencePool's selector, evaluated by

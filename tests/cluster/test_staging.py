@@ -5,7 +5,7 @@ or with the Job copying to S3 and the servers streaming from there. The API serv
 object; the Job's pod, which tolerates no GPU taint, is scheduled on the general-purpose kwok node
 (never a GPU node); the model-server pods carry the init container that waits for the Job's marker
 and are scheduled on the GPU nodes. kwok runs no container, so the copy itself is shown by the
-engine tier (tests/engine/test_engine_70_staging.py), not here."""
+engine tier (tests/engine/test_staging.py), not here."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tests.cluster import scenarios
 from tests.cluster.flows import cleanup
 from tests.cluster.kube import Cluster, wait_for
 from tests.cluster.shapes import RELEASES
-from tests.cluster.test_cluster_routing import servers_on_gpu_nodes, system_node_shape
+from tests.cluster.test_routing import servers_on_gpu_nodes, system_node_shape
 
 pytestmark = pytest.mark.cluster
 

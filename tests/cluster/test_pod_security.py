@@ -18,12 +18,12 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.cluster.kube import Cluster
 from tests.harness import helm, pod_security
+from tests.harness.paths import CHARTS, VALUES
 
 pytestmark = pytest.mark.cluster
 
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "vllm-inference"
-FILES = sorted((CHART / "ci").glob("*-values.yaml")) + sorted((ROOT / "values").glob("*/vllm-inference.yaml"))
+CHART = CHARTS / "vllm-inference"
+FILES = sorted((CHART / "ci").glob("*-values.yaml")) + sorted(VALUES.glob("*/vllm-inference.yaml"))
 NAMESPACE = "pss-restricted"
 LABELS = {"pod-security.kubernetes.io/enforce": "restricted",
           "pod-security.kubernetes.io/enforce-version": "latest"}

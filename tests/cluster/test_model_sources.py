@@ -15,15 +15,15 @@ from tests.cluster import scenarios
 from tests.cluster.flows import WAIT, cleanup, ready_pods
 from tests.cluster.kube import Cluster, wait_for
 from tests.cluster.shapes import RELEASES, pod_groups, render_scenario_chart, scenario_shapes, shape_for
-from tests.cluster.test_cluster_kuberay import SCENARIOS as RAY_SCENARIOS  # noqa: F401
-from tests.cluster.test_cluster_kuberay import (  # noqa: F401  (kuberay: a fixture)
+from tests.cluster.test_kuberay import SCENARIOS as RAY_SCENARIOS  # noqa: F401
+from tests.cluster.test_kuberay import (  # noqa: F401  (kuberay: a fixture)
     gpu_limit,
     head_node_shape,
     kuberay,
     rayclusters,
     wait_cluster_ready,
 )
-from tests.cluster.test_cluster_routing import servers_on_gpu_nodes
+from tests.cluster.test_routing import servers_on_gpu_nodes
 from vllm_eks.core import contract
 
 pytestmark = pytest.mark.cluster

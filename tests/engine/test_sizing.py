@@ -1,6 +1,6 @@
 """The generator's KV cache prediction equals the engine's own log line, for each tiny model
 under budgets and context lengths other than the scenarios' (those are checked on the
-scenario servers in test_engine_40_serve). One server per case, stopped when the next starts."""
+scenario servers in test_serve). One server per case, stopped when the next starts."""
 
 from __future__ import annotations
 

@@ -16,12 +16,12 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from tests.harness import chart_contract
+from tests.harness.paths import CHARTS, ROOT, VALUES
 from tests.harness.tools import require_tool
 from vllm_eks.core import contract
 
 pytestmark = pytest.mark.kind
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 PROFILE = Path(__file__).with_name("values-cpu.yaml")
 NS = "vllm-e2e"
 POOL = yaml.safe_load(PROFILE.read_text())["scheduling"]["pool"]
@@ -67,12 +67,12 @@ def test_node_offers_the_profile_pool(api: client.ApiClient) -> None:
 
 
 def test_charts_install_and_serve_a_completion(api: client.ApiClient, kind_kubeconfig: str) -> None:
-    values_dir = sorted(p for p in (REPO_ROOT / "values").iterdir() if (p / "gpu-infra.yaml").is_file())
+    values_dir = sorted(p for p in VALUES.iterdir() if (p / "gpu-infra.yaml").is_file())
     for chart, release in (("gpu-infra", "infra"), ("observability", "obs")):
-        if (REPO_ROOT / "charts" / chart / "Chart.yaml").is_file() and values_dir and (values_dir[0] / f"{chart}.yaml").is_file():
-            helm(kind_kubeconfig, "install", release, str(REPO_ROOT / "charts" / chart), "--namespace", NS,
+        if (CHARTS / chart / "Chart.yaml").is_file() and values_dir and (values_dir[0] / f"{chart}.yaml").is_file():
+            helm(kind_kubeconfig, "install", release, str(CHARTS / chart), "--namespace", NS,
                  "--create-namespace", "--values", str(values_dir[0] / f"{chart}.yaml"), "--wait", "--timeout", "5m")
-    helm(kind_kubeconfig, "install", "vllm", str(REPO_ROOT / "charts/vllm-inference"), "--namespace", NS,
+    helm(kind_kubeconfig, "install", "vllm", str(ROOT / "charts/vllm-inference"), "--namespace", NS,
          "--create-namespace", "--values", str(PROFILE), "--wait", "--timeout", "25m")
     out = helm(kind_kubeconfig, "test", "vllm", "--namespace", NS, "--logs", "--timeout", "10m")
     print(out)

@@ -4,7 +4,7 @@ the engine venv against the single-node scenario's server, its VLLM_EKS_BENCH_RE
 result files are collected, and `vllm-eks bench analyze --plots` (the real CLI) reads them: one
 table row per level, PNG plots with data lines in them.
 
-It serves METRICS_SCENARIO like test_engine_50 and test_engine_60 (same server key), so in a
+It serves METRICS_SCENARIO like test_metrics and test_drain (same server key), so in a
 full engine run the pooled server is reused and not restarted; the script's `vllm` is the engine
 venv shim (engine_env.vllm_shim) first on PATH."""
 

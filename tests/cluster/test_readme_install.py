@@ -25,7 +25,7 @@ import pytest
 from tests.cluster.controlplane import bin_dir
 from tests.cluster.flows import cleanup, ready_pods
 from tests.cluster.kube import Cluster
-from tests.cluster.scenarios import REPO_ROOT, Scenario
+from tests.cluster.scenarios import Scenario
 from tests.cluster.shapes import (
     daemonset_requests,
     nodes_for,
@@ -34,6 +34,7 @@ from tests.cluster.shapes import (
     scenario_shapes,
     shape_for,
 )
+from tests.harness.paths import ROOT
 from tests.harness.readme_blocks import argv, blocks, commands
 
 pytestmark = pytest.mark.cluster
@@ -87,7 +88,7 @@ class Shell:
 
 def _without_setup_tools(path: str) -> list[str]:
     """PATH entries minus .tools/bin (`make` puts it there): only the block's export may add it."""
-    tools = (REPO_ROOT / ".tools" / "bin").resolve()
+    tools = (ROOT / ".tools" / "bin").resolve()
     return [p for p in path.split(os.pathsep) if p and Path(p).resolve() != tools]
 
 
@@ -119,7 +120,7 @@ def test_readme_install_commands_run_as_written(cluster: Cluster, gpu_nodes, tmp
                PATH=os.pathsep.join([str(bin_dir()), *_without_setup_tools(env.get("PATH", ""))]))
     env.pop("VLLM_EKS_HELM", None)   # check-fit must find helm the way the README puts it on PATH
     cluster.delete_namespace(namespace, wait=True)
-    shell = Shell(env, REPO_ROOT)
+    shell = Shell(env, ROOT)
     nodes: list[str] = []
     try:
         for step in steps:

@@ -3,18 +3,17 @@ needed) with both Helm versions, so a chart change that breaks the kind job show
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.harness import chart_contract
 from tests.harness.helm import render
-from tests.kind.test_kind_e2e import POOL, PROFILE
+from tests.harness.paths import CHARTS
+from tests.kind.test_e2e import POOL, PROFILE
 from vllm_eks.core import contract
 
 pytestmark = pytest.mark.render
 
-CHART = Path(__file__).resolve().parents[2] / "charts" / "vllm-inference"
+CHART = CHARTS / "vllm-inference"
 
 
 def test_kind_profile_renders(helm_version: str) -> None:
