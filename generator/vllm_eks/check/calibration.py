@@ -98,7 +98,8 @@ def _pct(e: float | None) -> str:
 
 def table(preds: list[Prediction]) -> str:
     """The markdown table of docs/calibration-logs.md section 3."""
-    rows = ["| log | run | vLLM | settings | logged KV GiB | predicted (band) GiB | error | logged weights GiB | predicted | error | source |",
+    rows = ["| log | run | vLLM | settings | logged KV GiB | predicted (band) GiB | error | logged weights GiB "
+            "| predicted | error | source |",
             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in preds:
         g = p.log
@@ -108,7 +109,8 @@ def table(preds: list[Prediction]) -> str:
         src = f"[link]({g['source']})" if g["source"].startswith("http") else "no URL: " + g["source"].split(" (")[0]
         rows.append(f"| {g['id']} | {g['title']} | {g['vllm']} | {settings} | {g['logged']['available_kv_gib']:.2f} | "
                     f"{_gib(p.available)} ({_gib(p.expected)} / {_gib(p.optimistic)}) | "
-                    f"{'refused by both' if p.refused else _pct(p.error)}{'' if p.bounded or p.refused else ' (outside)'} | "
+                    f"{'refused by both' if p.refused else _pct(p.error)}"
+                    f"{'' if p.bounded or p.refused else ' (outside)'} | "
                     f"{'' if w is None else f'{w:.2f}'} | {_gib(p.weights) if w is not None else ''} | "
                     f"{_pct(p.weights_error)} | {src} |")
     bounded = [p for p in preds if p.bounded]
@@ -119,7 +121,8 @@ def table(preds: list[Prediction]) -> str:
                 f"(log {worst.log['id']}).")
     for p in preds:
         if p.refused:
-            rows.append(f"\n- {p.log['id']}: the engine refused to start (logged {p.log['logged']['available_kv_gib']} GiB); "
+            logged = p.log['logged']['available_kv_gib']
+            rows.append(f"\n- {p.log['id']}: the engine refused to start (logged {logged} GiB); "
                         f"the plan's budget is {_gib(p.available)} GiB, so it refuses this layout too.")
         elif not p.bounded:
             rows.append(f"\n- {p.log['id']} is outside the bound: {p.log['outside_bound']}.")

@@ -194,7 +194,7 @@ def label_domain(pool: Pool, hw: Hardware) -> dict[str, set[str] | None]:
     for key, value in pool.labels.items():
         domain[key] = {value}
     for r in pool.requirements:
-        key, op, values = r.get("key"), r.get("operator"), {str(v) for v in r.get("values") or []}
+        key, op, values = str(r.get("key", "")), r.get("operator"), {str(v) for v in r.get("values") or []}
         if op == "In":
             current = domain.get(key, ANY)
             domain[key] = values if current is ANY else current & values
@@ -226,7 +226,7 @@ def _label_reason(key: str, pool_keys: Iterable[str]) -> str:
 
 
 def _expr_problem(expr: dict[str, Any], domain: dict[str, set[str] | None]) -> str | None:
-    key, op, values = expr.get("key"), expr.get("operator"), [str(v) for v in expr.get("values") or []]
+    key, op, values = str(expr.get("key", "")), expr.get("operator"), [str(v) for v in expr.get("values") or []]
     present = key in domain
     allowed = domain.get(key)
     if op == "In":
@@ -264,10 +264,11 @@ def selection_problems(spec: dict[str, Any], domain: dict[str, set[str] | None],
     for key, value in (spec.get("nodeSelector") or {}).items():
         p = _expr_problem({"key": key, "operator": "In", "values": [str(value)]}, domain)
         if p:
-            problems.append((_label_reason(key, pool_keys), p.replace(f"requires {key} in ['{value}']", f"selects {key}={value}")))
+            reason = p.replace(f"requires {key} in ['{value}']", f"selects {key}={value}")
+            problems.append((_label_reason(key, pool_keys), reason))
     terms = _required_terms(spec)
     if terms:
-        term_problems = []
+        term_problems: list[list[tuple[str, str]]] = []
         for term in terms:
             ps = [(_label_reason(e.get("key", ""), pool_keys), p) for e in term.get("matchExpressions") or []
                   if (p := _expr_problem(e, domain))]
@@ -370,7 +371,8 @@ def node_shape(pool: Pool, hw: Hardware, daemonsets: list[dict[str, Any]], reser
         efa = hw.efa_max
     else:
         efa = 0
-        notes[contract.EFA_RESOURCE] = "no EFA device plugin runs on this pool, so its nodes advertise no vpc.amazonaws.com/efa"
+        notes[contract.EFA_RESOURCE] = ("no EFA device plugin runs on this pool, so its nodes advertise no "
+                                        "vpc.amazonaws.com/efa")
     eph = ephemeral_capacity(pool, hw)
     allocatable: dict[str, Decimal] = {
         CPU: Decimal(hw.alloc_cpu_millicores) / 1000,
@@ -407,11 +409,13 @@ def resource_problems(req: dict[str, Decimal], shape: NodeShape) -> list[tuple[s
                 problems.append(("device-plugin", shape.device_notes.get(resource, "no nvidia.com/gpu on the node")))
         elif resource == contract.EFA_RESOURCE:
             if hw.efa_max == 0:
-                problems.append(("efa", f"pod requests {int(want)} vpc.amazonaws.com/efa, {hw.name} has no EFA interface"))
+                problems.append(("efa", f"pod requests {int(want)} vpc.amazonaws.com/efa, "
+                                        f"{hw.name} has no EFA interface"))
             elif hw.efa_max < want:
                 problems.append(("efa", f"pod requests {int(want)} vpc.amazonaws.com/efa, {hw.name} has {hw.efa_max}"))
             else:
-                problems.append(("device-plugin", shape.device_notes.get(resource, "no vpc.amazonaws.com/efa on the node")))
+                note = shape.device_notes.get(resource, "no vpc.amazonaws.com/efa on the node")
+                problems.append(("device-plugin", note))
         else:
             used = shape.daemonset_use.get(resource, Decimal(0))
             reserve = shape.reserve.of(resource)
@@ -504,7 +508,8 @@ def _duplicate_plugin_mismatches(pools: list[Pool], daemonsets: list[dict[str, A
                     out.append(Mismatch(
                         f"DaemonSet/{_name(ds)}", "pod", pool.name, "duplicate-nvidia-plugin",
                         "the pool runs Bottlerocket, whose NVIDIA AMI has the device plugin built in; this DaemonSet "
-                        "adds a second NVIDIA device plugin on the same kubelet socket (set nvidiaDevicePlugin.enabled=false)"))
+                        "adds a second NVIDIA device plugin on the same kubelet socket "
+                        "(set nvidiaDevicePlugin.enabled=false)"))
             break
     return out
 
@@ -609,11 +614,13 @@ def _helm_binary(helm: str | None) -> str:
     candidate = helm or os.environ.get("VLLM_EKS_HELM") or "helm"
     found = shutil.which(candidate)
     if not found:
-        raise FitError(f"helm binary {candidate!r} not found (set VLLM_EKS_HELM or put helm on PATH; `make setup` installs one)")
+        raise FitError(f"helm binary {candidate!r} not found (set VLLM_EKS_HELM or put helm on PATH; "
+                       "`make setup` installs one)")
     return found
 
 
-def render_chart(chart: Path, values: Path, release: str, namespace: str, helm: str | None = None) -> list[dict[str, Any]]:
+def render_chart(chart: Path, values: Path, release: str, namespace: str,
+                 helm: str | None = None) -> list[dict[str, Any]]:
     if not values.is_file():
         raise FitError(f"{values}: missing (a scenario folder written by `vllm-eks values` has one file per chart)")
     cmd = [_helm_binary(helm), "template", release, str(chart), "--namespace", namespace, "--values", str(values)]
