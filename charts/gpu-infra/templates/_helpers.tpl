@@ -4,18 +4,6 @@ charts/vllm-inference selects on the label and tolerates the taint in its own te
 tests read both from the rendered output to check that the two charts agree.
 */}}
 
-{{- define "gpu-infra.name" -}}
-{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
-{{- end -}}
-
-{{- define "gpu-infra.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
-{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
-{{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
-{{- end -}}
-{{- end -}}
-
 {{/* Node label each pool gives its nodes, valued with the pool name; the model-server pods select on it. */}}
 {{- define "gpu-infra.poolLabel" -}}vllm-eks.io/pool{{- end -}}
 {{/* Taint on every GPU node (effect NoSchedule); the model-server pods tolerate it. */}}
@@ -27,7 +15,7 @@ tests read both from the rendered output to check that the two charts agree.
 Kubernetes recommended labels. Call with (dict "ctx" $ "component" "<component>").
 */}}
 {{- define "gpu-infra.labels" -}}
-helm.sh/chart: {{ printf "%s-%s" .ctx.Chart.Name .ctx.Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+helm.sh/chart: {{ include "gpu-infra.chart" .ctx }}
 {{ include "gpu-infra.selectorLabels" . }}
 app.kubernetes.io/version: {{ .ctx.Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}

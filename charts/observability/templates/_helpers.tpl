@@ -1,26 +1,8 @@
 {{/*
-Name of the chart, overridable.
-*/}}
-{{- define "observability.name" -}}
-{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
-{{- end -}}
-
-{{/*
-Fully qualified name of this release's objects.
-*/}}
-{{- define "observability.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
-{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
-{{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
-{{- end -}}
-{{- end -}}
-
-{{/*
 Kubernetes recommended labels.
 */}}
 {{- define "observability.labels" -}}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+helm.sh/chart: {{ include "observability.chart" . }}
 {{ include "observability.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/component: monitoring
@@ -55,7 +37,7 @@ Namespace of the model server.
 
 {{/*
 Name of the Deployment / LeaderWorkerSet / RayService of charts/vllm-inference. Mirrors the
-fullname rule of that chart (charts/vllm-inference/templates/_helpers.tpl) and
+fullname rule of that chart (charts/vllm-inference/templates/_names.tpl) and
 generator/vllm_eks/values/observability.py:vllm_inference_fullname.
 */}}
 {{- define "observability.targetName" -}}

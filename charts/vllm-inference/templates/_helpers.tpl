@@ -3,30 +3,6 @@ Names, labels and small shared pieces of vllm-inference.
 Numbers never come from here: the generator's Plan puts them into values.
 */}}
 
-{{/* Chart name, DNS-1123 label sized. */}}
-{{- define "vllm-inference.name" -}}
-{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
-{{- end }}
-
-{{/* Object name prefix: <release>-<chart> unless the release name already contains the chart name. */}}
-{{- define "vllm-inference.fullname" -}}
-{{- if .Values.fullnameOverride }}
-{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
-{{- else }}
-{{- $name := default .Chart.Name .Values.nameOverride }}
-{{- if contains $name .Release.Name }}
-{{- .Release.Name | trunc 63 | trimSuffix "-" }}
-{{- else }}
-{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
-{{- end }}
-{{- end }}
-{{- end }}
-
-{{/* chart label value: name-version, "+" is not allowed in label values. */}}
-{{- define "vllm-inference.chart" -}}
-{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
-{{- end }}
-
 {{/*
 Selector labels: minimal and stable (a Deployment selector is immutable). charts/observability
 selects the Service and pods with exactly these three.
