@@ -61,22 +61,9 @@ checkov.io/skip{{ add1 $i }}: {{ $skip | quote }}
 {{- default .Chart.AppVersion .Values.image.tag }}
 {{- end }}
 
-{{/* repository:tag, or repository@digest when a digest is pinned. */}}
+{{/* The server image; its tag defaults to the chart's appVersion. */}}
 {{- define "vllm-inference.image" -}}
-{{- if .Values.image.digest }}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
-{{- else }}
-{{- printf "%s:%s" .Values.image.repository (include "vllm-inference.imageTag" .) }}
-{{- end }}
-{{- end }}
-
-{{- define "vllm-inference.testImage" -}}
-{{- $img := .Values.test.image }}
-{{- if $img.digest }}
-{{- printf "%s@%s" $img.repository $img.digest }}
-{{- else }}
-{{- printf "%s:%s" $img.repository $img.tag }}
-{{- end }}
+{{- include "vllm-inference.imageRef" (dict "image" .Values.image "defaultTag" .Chart.AppVersion) }}
 {{- end }}
 
 {{/* Name clients use in requests (and the helm test sends). */}}
@@ -190,14 +177,9 @@ a RayService, <name>-serve-svc.
 leaderworkerset.sigs.k8s.io/worker-index: "0"
 {{- end }}
 
-{{/* The Ray Serve LLM image: repository:tag, or repository@digest when a digest is pinned. */}}
+{{/* The Ray Serve LLM image (no appVersion default: its tag is a Ray release). */}}
 {{- define "vllm-inference.rayImage" -}}
-{{- $img := .Values.ray.image }}
-{{- if $img.digest }}
-{{- printf "%s@%s" $img.repository $img.digest }}
-{{- else }}
-{{- printf "%s:%s" $img.repository $img.tag }}
-{{- end }}
+{{- include "vllm-inference.imageRef" (dict "image" .Values.ray.image) }}
 {{- end }}
 
 {{/* requests/limits of a container without GPUs, from a values Resources object. */}}
@@ -224,15 +206,6 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ include "vllm-inference.chart" . }}
 {{- with .Values.labels }}
 {{ toYaml . }}
-{{- end }}
-{{- end }}
-
-{{- define "vllm-inference.diagnosticsImage" -}}
-{{- $img := .Values.diagnostics.image }}
-{{- if $img.digest }}
-{{- printf "%s@%s" $img.repository $img.digest }}
-{{- else }}
-{{- printf "%s:%s" $img.repository $img.tag }}
 {{- end }}
 {{- end }}
 

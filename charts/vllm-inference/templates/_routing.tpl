@@ -28,16 +28,6 @@ app.kubernetes.io/component: endpoint-picker
 {{- toYaml $labels }}
 {{- end }}
 
-{{/* The picker image: repository:tag, or repository@digest when a digest is pinned. */}}
-{{- define "vllm-inference.pickerImage" -}}
-{{- $img := .Values.routing.gateway.picker.image }}
-{{- if $img.digest }}
-{{- printf "%s@%s" $img.repository $img.digest }}
-{{- else }}
-{{- printf "%s:%s" $img.repository $img.tag }}
-{{- end }}
-{{- end }}
-
 {{/* The InferencePool's pod selector: the servers' selector labels; multi-node: leaders only
      (only the leader of a group serves HTTP). */}}
 {{- define "vllm-inference.poolSelector" -}}
