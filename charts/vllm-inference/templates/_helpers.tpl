@@ -326,3 +326,30 @@ engine.command with the container's args ("$@"), so vLLM is the container's main
   exec {{ range .Values.engine.command }}{{ . | squote }} {{ end }}"$@"
 - vllm-server
 {{- end }}
+
+{{/*
+Label, annotation and nodeSelector keys the API server accepts (metadataKeyErrors). Extra labels
+must not repeat a label the chart sets: the rendered map would hold the key twice, and a changed
+selector label leaves the pods outside their workload's selector. Extra annotations must not
+repeat one the chart sets on the pods.
+*/}}
+{{- define "vllm-inference.validateValues.metadataKeys" -}}
+{{- $v := .Values -}}
+{{- $maps := dict "labels" $v.labels "podLabels" $v.podLabels "annotations" $v.annotations "podAnnotations" $v.podAnnotations "service.annotations" $v.service.annotations "serviceAccount.annotations" $v.serviceAccount.annotations "scheduling.nodeSelector" $v.scheduling.nodeSelector "ray.head.nodeSelector" $v.ray.head.nodeSelector "routing.alb.annotations" $v.routing.alb.annotations -}}
+{{- range $path := keys $maps | sortAlpha -}}
+{{- include "vllm-inference.metadataKeyErrors" (dict "path" $path "map" (get $maps $path)) -}}
+{{- end -}}
+{{- $chartLabels := include "vllm-inference.chartLabels" . | fromYaml | keys -}}
+{{- range $path := list "labels" "podLabels" -}}
+{{- range $key := keys (get $maps $path | default dict) | sortAlpha -}}
+{{- if has $key $chartLabels -}}
+{{- printf "%s: %q is a label the chart sets itself (selector and recommended labels); choose another key\n" $path $key -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range $path := list "annotations" "podAnnotations" -}}
+{{- if hasKey (get $maps $path | default dict) "ray.io/overwrite-container-cmd" -}}
+{{- printf "%s: \"ray.io/overwrite-container-cmd\" is an annotation the chart sets on the Ray pods; choose another key\n" $path -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
