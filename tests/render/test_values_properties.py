@@ -87,7 +87,7 @@ INHERITED: dict[str, dict[str, str]] = {
 
 # Cross-field rules whose message names the other keys of the rule (the key to change may be
 # either): key -> keys its rules may name instead ([*]: any item of that list). Each entry is a
-# rule of the chart's templates/_validate.tpl.
+# validateValues rule of the chart (listed in its templates/_validate.tpl).
 RELATED: dict[str, dict[str, tuple[str, ...]]] = {
     "vllm-inference": {
         # The rules that hold for one topology only name their own keys, the topology aside:

@@ -1,26 +1,8 @@
 {{/*
-Name of the chart, overridable.
-*/}}
-{{- define "observability.name" -}}
-{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
-{{- end -}}
-
-{{/*
-Fully qualified name of this release's objects.
-*/}}
-{{- define "observability.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
-{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
-{{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
-{{- end -}}
-{{- end -}}
-
-{{/*
 Kubernetes recommended labels.
 */}}
 {{- define "observability.labels" -}}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+helm.sh/chart: {{ include "observability.chart" . }}
 {{ include "observability.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/component: monitoring
@@ -47,28 +29,6 @@ Labels of objects a Prometheus must pick up (monitors and rules).
 {{- end -}}
 
 {{/*
-Namespace of the model server.
-*/}}
-{{- define "observability.targetNamespace" -}}
-{{- default .Release.Namespace .Values.target.namespace -}}
-{{- end -}}
-
-{{/*
-Name of the Deployment / LeaderWorkerSet / RayService of charts/vllm-inference. Mirrors the
-fullname rule of that chart (charts/vllm-inference/templates/_helpers.tpl) and
-generator/vllm_eks/values/observability.py:vllm_inference_fullname.
-*/}}
-{{- define "observability.targetName" -}}
-{{- if .Values.target.name -}}
-{{- .Values.target.name -}}
-{{- else if contains "vllm-inference" .Values.target.release -}}
-{{- .Values.target.release | trunc 63 | trimSuffix "-" -}}
-{{- else -}}
-{{- printf "%s-%s" .Values.target.release "vllm-inference" | trunc 63 | trimSuffix "-" -}}
-{{- end -}}
-{{- end -}}
-
-{{/*
 Labels selecting the model-server Service (single-node) or leader pods (multi-node).
 */}}
 {{- define "observability.vllmMatchLabels" -}}
@@ -84,15 +44,6 @@ app.kubernetes.io/component: server
 leaderworkerset.sigs.k8s.io/worker-index: "0"
 {{- end }}
 {{- end -}}
-{{- end -}}
-
-{{/*
-"true" when KEDA scales this topology on the queue (Deployment or LeaderWorkerSet), else "".
-Ray Serve scales itself; the prefill and decode pools of a disaggregated deployment keep the
-replicas of their Plan (a shared queue signal would scale both pools alike).
-*/}}
-{{- define "observability.kedaTopology" -}}
-{{- if has .Values.topology (list "single-node" "multi-node") -}}true{{- end -}}
 {{- end -}}
 
 {{/*
@@ -223,4 +174,27 @@ as a file into one folder.
 {{- define "observability.dashboardUid" -}}
 {{- $hash := printf "%s/%s" .ctx.Release.Namespace .ctx.Release.Name | sha256sum | trunc 10 -}}
 {{- printf "%s-%s" (.stem | trunc 29 | trimSuffix "-") $hash -}}
+{{- end -}}
+
+{{/* Label and annotation keys the API server accepts (metadataKeyErrors). */}}
+{{- define "observability.validateValues.metadataKeys" -}}
+{{- $v := .Values -}}
+{{- $maps := dict "prometheus.monitorLabels" $v.prometheus.monitorLabels "monitors.vllm.matchLabels" $v.monitors.vllm.matchLabels "monitors.rayServe.matchLabels" $v.monitors.rayServe.matchLabels "monitors.dcgm.matchLabels" $v.monitors.dcgm.matchLabels "monitors.picker.matchLabels" $v.monitors.picker.matchLabels "dashboards.sidecarLabels" $v.dashboards.sidecarLabels "dashboards.annotations" $v.dashboards.annotations -}}
+{{- range $path := keys $maps | sortAlpha -}}
+{{- include "observability.metadataKeyErrors" (dict "path" $path "map" (get $maps $path)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The chart's own labels are not the user's: a monitor or dashboard label of the same key was
+written twice into the object. */}}
+{{- define "observability.validateValues.chartLabels" -}}
+{{- $own := include "observability.labels" . | fromYaml -}}
+{{- range $key := list "prometheus.monitorLabels" "dashboards.sidecarLabels" -}}
+{{- $labels := index $.Values (splitList "." $key | first) (splitList "." $key | last) | default dict -}}
+{{- range $label := keys $labels | sortAlpha -}}
+{{- if hasKey $own $label -}}
+{{- printf "%s.%s: set by the chart (%s: %s); use another label key\n" $key $label $label (get $own $label) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}

@@ -3,30 +3,6 @@ Names, labels and small shared pieces of vllm-inference.
 Numbers never come from here: the generator's Plan puts them into values.
 */}}
 
-{{/* Chart name, DNS-1123 label sized. */}}
-{{- define "vllm-inference.name" -}}
-{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
-{{- end }}
-
-{{/* Object name prefix: <release>-<chart> unless the release name already contains the chart name. */}}
-{{- define "vllm-inference.fullname" -}}
-{{- if .Values.fullnameOverride }}
-{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
-{{- else }}
-{{- $name := default .Chart.Name .Values.nameOverride }}
-{{- if contains $name .Release.Name }}
-{{- .Release.Name | trunc 63 | trimSuffix "-" }}
-{{- else }}
-{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
-{{- end }}
-{{- end }}
-{{- end }}
-
-{{/* chart label value: name-version, "+" is not allowed in label values. */}}
-{{- define "vllm-inference.chart" -}}
-{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
-{{- end }}
-
 {{/*
 Selector labels: minimal and stable (a Deployment selector is immutable). charts/observability
 selects the Service and pods with exactly these three.
@@ -85,22 +61,9 @@ checkov.io/skip{{ add1 $i }}: {{ $skip | quote }}
 {{- default .Chart.AppVersion .Values.image.tag }}
 {{- end }}
 
-{{/* repository:tag, or repository@digest when a digest is pinned. */}}
+{{/* The server image; its tag defaults to the chart's appVersion. */}}
 {{- define "vllm-inference.image" -}}
-{{- if .Values.image.digest }}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
-{{- else }}
-{{- printf "%s:%s" .Values.image.repository (include "vllm-inference.imageTag" .) }}
-{{- end }}
-{{- end }}
-
-{{- define "vllm-inference.testImage" -}}
-{{- $img := .Values.test.image }}
-{{- if $img.digest }}
-{{- printf "%s@%s" $img.repository $img.digest }}
-{{- else }}
-{{- printf "%s:%s" $img.repository $img.tag }}
-{{- end }}
+{{- include "vllm-inference.imageRef" (dict "image" .Values.image "defaultTag" .Chart.AppVersion) }}
 {{- end }}
 
 {{/* Name clients use in requests (and the helm test sends). */}}
@@ -214,14 +177,9 @@ a RayService, <name>-serve-svc.
 leaderworkerset.sigs.k8s.io/worker-index: "0"
 {{- end }}
 
-{{/* The Ray Serve LLM image: repository:tag, or repository@digest when a digest is pinned. */}}
+{{/* The Ray Serve LLM image (no appVersion default: its tag is a Ray release). */}}
 {{- define "vllm-inference.rayImage" -}}
-{{- $img := .Values.ray.image }}
-{{- if $img.digest }}
-{{- printf "%s@%s" $img.repository $img.digest }}
-{{- else }}
-{{- printf "%s:%s" $img.repository $img.tag }}
-{{- end }}
+{{- include "vllm-inference.imageRef" (dict "image" .Values.ray.image) }}
 {{- end }}
 
 {{/* requests/limits of a container without GPUs, from a values Resources object. */}}
@@ -248,15 +206,6 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ include "vllm-inference.chart" . }}
 {{- with .Values.labels }}
 {{ toYaml . }}
-{{- end }}
-{{- end }}
-
-{{- define "vllm-inference.diagnosticsImage" -}}
-{{- $img := .Values.diagnostics.image }}
-{{- if $img.digest }}
-{{- printf "%s@%s" $img.repository $img.digest }}
-{{- else }}
-{{- printf "%s:%s" $img.repository $img.tag }}
 {{- end }}
 {{- end }}
 
@@ -377,3 +326,30 @@ engine.command with the container's args ("$@"), so vLLM is the container's main
   exec {{ range .Values.engine.command }}{{ . | squote }} {{ end }}"$@"
 - vllm-server
 {{- end }}
+
+{{/*
+Label, annotation and nodeSelector keys the API server accepts (metadataKeyErrors). Extra labels
+must not repeat a label the chart sets: the rendered map would hold the key twice, and a changed
+selector label leaves the pods outside their workload's selector. Extra annotations must not
+repeat one the chart sets on the pods.
+*/}}
+{{- define "vllm-inference.validateValues.metadataKeys" -}}
+{{- $v := .Values -}}
+{{- $maps := dict "labels" $v.labels "podLabels" $v.podLabels "annotations" $v.annotations "podAnnotations" $v.podAnnotations "service.annotations" $v.service.annotations "serviceAccount.annotations" $v.serviceAccount.annotations "scheduling.nodeSelector" $v.scheduling.nodeSelector "ray.head.nodeSelector" $v.ray.head.nodeSelector "routing.alb.annotations" $v.routing.alb.annotations -}}
+{{- range $path := keys $maps | sortAlpha -}}
+{{- include "vllm-inference.metadataKeyErrors" (dict "path" $path "map" (get $maps $path)) -}}
+{{- end -}}
+{{- $chartLabels := include "vllm-inference.chartLabels" . | fromYaml | keys -}}
+{{- range $path := list "labels" "podLabels" -}}
+{{- range $key := keys (get $maps $path | default dict) | sortAlpha -}}
+{{- if has $key $chartLabels -}}
+{{- printf "%s: %q is a label the chart sets itself (selector and recommended labels); choose another key\n" $path $key -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range $path := list "annotations" "podAnnotations" -}}
+{{- if hasKey (get $maps $path | default dict) "ray.io/overwrite-container-cmd" -}}
+{{- printf "%s: \"ray.io/overwrite-container-cmd\" is an annotation the chart sets on the Ray pods; choose another key\n" $path -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

@@ -457,3 +457,70 @@ with the chosen values. Returns a JSON list (fromJsonArray by the caller).
 {{- end }}
 {{- toJson $skips }}
 {{- end }}
+
+{{/*
+The vLLM server container, one list item at column 0, of a Deployment pod (role "single") or a
+LeaderWorkerSet leader or worker (roles "leader", "worker"): one definition, so the three cannot
+drift. Only the leader of a group adds the master port; a headless worker serves no HTTP, so it
+has no http port, API-server env or probes.
+Usage: include "vllm-inference.serverContainer" (dict "root" $ "role" "single")
+*/}}
+{{- define "vllm-inference.serverContainer" -}}
+{{- $root := .root }}
+{{- $v := $root.Values }}
+{{- $role := .role }}
+{{- if not (has $role (list "single" "leader" "worker")) }}
+{{- fail (printf "vllm-inference.serverContainer: role %q is not single, leader or worker" $role) }}
+{{- end }}
+{{- $serves := ne $role "worker" -}}
+- name: vllm
+  image: {{ include "vllm-inference.image" $root | quote }}
+  imagePullPolicy: {{ $v.image.pullPolicy }}
+  {{- if eq $role "single" }}
+  # The image contract (files/contracts/single-node.sh) first, then exec engine.command
+  # with the args below as "$@".
+  {{- else if eq $role "worker" }}
+  # No probes: a headless worker serves no HTTP. Its vLLM process is the container's
+  # main process, so the container ends when the worker's engine does, and the
+  # restart recreates the group (docs/topologies.md, "Failure handling").
+  {{- end }}
+  command:
+    {{- include "vllm-inference.serveCommand" $root | nindent 4 }}
+  args:
+    {{- include "vllm-inference.args" $root | nindent 4 }}
+    {{- if ne $role "single" }}
+    {{- include "vllm-inference.launcherArgs" (dict "root" $root "leader" (eq $role "leader")) | nindent 4 }}
+    {{- end }}
+  {{- if $serves }}
+  ports:
+    - name: http
+      containerPort: {{ include "vllm-inference.containerPort" $root }}
+      protocol: TCP
+    {{- if eq $role "leader" }}
+    - name: vllm-master
+      containerPort: {{ $v.multiNode.masterPort | int }}
+      protocol: TCP
+    {{- end }}
+  {{- end }}
+  env:
+    {{- include "vllm-inference.env" $root | nindent 4 }}
+    {{- if $serves }}
+    {{- with include "vllm-inference.apiServerEnv" $root }}
+    {{- . | nindent 4 }}
+    {{- end }}
+    {{- end }}
+  resources:
+    {{- include "vllm-inference.gpuResources" $root | nindent 4 }}
+  {{- if $serves }}
+  {{- include "vllm-inference.probes" $root | nindent 2 }}
+  {{- include "vllm-inference.lifecycle" $root | nindent 2 }}
+  {{- end }}
+  {{- if eq $role "single" }}
+  # A failed image contract leaves its one line as the termination message.
+  {{- end }}
+  terminationMessagePolicy: FallbackToLogsOnError
+  securityContext:
+    {{- include "vllm-inference.containerSecurityContext" $root | nindent 4 }}
+  volumeMounts:
+    {{- include "vllm-inference.volumeMounts" $root | nindent 4 }}
+{{- end }}

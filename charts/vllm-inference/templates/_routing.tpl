@@ -28,16 +28,6 @@ app.kubernetes.io/component: endpoint-picker
 {{- toYaml $labels }}
 {{- end }}
 
-{{/* The picker image: repository:tag, or repository@digest when a digest is pinned. */}}
-{{- define "vllm-inference.pickerImage" -}}
-{{- $img := .Values.routing.gateway.picker.image }}
-{{- if $img.digest }}
-{{- printf "%s@%s" $img.repository $img.digest }}
-{{- else }}
-{{- printf "%s:%s" $img.repository $img.tag }}
-{{- end }}
-{{- end }}
-
 {{/* The InferencePool's pod selector: the servers' selector labels; multi-node: leaders only
      (only the leader of a group serves HTTP). */}}
 {{- define "vllm-inference.poolSelector" -}}
@@ -102,3 +92,28 @@ the API key from its Secret and, behind an ALB, the HTTP keep-alive. May be empt
   value: {{ . | quote }}
 {{- end }}
 {{- end }}
+
+{{/*
+routing.mode: gateway needs pods the InferencePool can select and a Gateway to attach to; alb an
+ACM certificate (the Ingress listens on HTTPS only).
+*/}}
+{{- define "vllm-inference.validateValues.routing" -}}
+{{- $r := .Values.routing -}}
+{{- $mode := toString $r.mode -}}
+{{- if eq $mode "gateway" -}}
+{{- if include "vllm-inference.onRay" . -}}
+{{- printf "routing.mode: gateway needs topology single-node or multi-node, not %s (Ray Serve's own router balances inside the cluster; use service or alb)\n" (toString .Values.topology) -}}
+{{- end -}}
+{{- if not $r.gateway.parentRefs -}}
+{{- print "routing.gateway.parentRefs: at least one Gateway (name, optional namespace and sectionName) is required when routing.mode is gateway\n" -}}
+{{- end -}}
+{{- $w := $r.gateway.picker.scorers -}}
+{{- if and (eq (int $w.queue) 0) (eq (int $w.kvCacheUtilization) 0) (eq (int $w.prefixCache) 0) -}}
+{{- print "routing.gateway.picker.scorers: every weight is 0, so the picker would choose pods at random; give queue, kvCacheUtilization or prefixCache a weight above 0\n" -}}
+{{- end -}}
+{{- else if eq $mode "alb" -}}
+{{- if not $r.alb.certificateArn -}}
+{{- print "routing.alb.certificateArn: required when routing.mode is alb (an ACM certificate ARN: the ALB listens on HTTPS 443 only)\n" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,56 @@
+{{/*
+Resource quantities the API server compares: requests within limits, /dev/shm within the memory
+limit.
+*/}}
+
+{{/*
+A Kubernetes quantity (the schema has checked its form) as a float in base units: 1500m -> 1.5,
+16Gi -> 17179869184, 2e3 -> 2000. Used only to compare two quantities.
+*/}}
+{{- define "vllm-inference.quantityValue" -}}
+{{- $q := toString . -}}
+{{- $number := regexFind "^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?" $q -}}
+{{- $suffix := trimPrefix $number $q -}}
+{{- $scale := dict "" 1.0 "m" 0.001 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18
+    "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "Pi" 1125899906842624.0
+    "Ei" 1152921504606846976.0 -}}
+{{- mulf (float64 $number) (get $scale $suffix) -}}
+{{- end -}}
+
+{{/* Each resource request at most its limit (the API server rejects the pod otherwise): the
+     server container, and on the Ray topologies the head container. */}}
+{{- define "vllm-inference.validateValues.requestsWithinLimits" -}}
+{{- $sets := dict "resources" .Values.resources -}}
+{{- if eq (include "vllm-inference.onRay" .) "true" -}}
+{{- $_ := set $sets "ray.head.resources" .Values.ray.head.resources -}}
+{{- end -}}
+{{- range $path := keys $sets | sortAlpha -}}
+{{- $r := get $sets $path -}}
+{{- range $name := list "cpu" "memory" "ephemeralStorage" -}}
+{{- $req := get $r.requests $name -}}
+{{- $lim := get $r.limits $name -}}
+{{- if and $req $lim -}}
+{{- if gt (float64 (include "vllm-inference.quantityValue" $req)) (float64 (include "vllm-inference.quantityValue" $lim)) -}}
+{{- printf "%s.requests.%s: %v is above %s.limits.%s %v (a request may not exceed its limit)\n" $path $name $req $path $name $lim -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* /dev/shm is memory-backed and counted against the memory limit of every container that
+     mounts it: the server's, and on the Ray topologies the head's too. */}}
+{{- define "vllm-inference.validateValues.shmWithinMemoryLimit" -}}
+{{- $limits := dict "resources.limits.memory" .Values.resources.limits.memory -}}
+{{- if eq (include "vllm-inference.onRay" .) "true" -}}
+{{- $_ := set $limits "ray.head.resources.limits.memory" .Values.ray.head.resources.limits.memory -}}
+{{- end -}}
+{{- range $path := keys $limits | sortAlpha -}}
+{{- $lim := get $limits $path -}}
+{{- if and $lim $.Values.shm.sizeLimit -}}
+{{- if gt (float64 (include "vllm-inference.quantityValue" $.Values.shm.sizeLimit)) (float64 (include "vllm-inference.quantityValue" $lim)) -}}
+{{- printf "shm.sizeLimit: %v is above %s %v; /dev/shm is memory-backed and counts against that limit\n" $.Values.shm.sizeLimit $path $lim -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

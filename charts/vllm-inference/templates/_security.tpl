@@ -1,0 +1,100 @@
+{{/*
+Credentials, identity and who may connect: secrets only by reference, non-root pods, a named
+ServiceAccount, a NetworkPolicy that admits someone, the API key where vLLM checks it.
+*/}}
+
+{{/* Secrets never go into values: only references to existing Secrets. The paths are named,
+     the values never echoed. */}}
+{{- define "vllm-inference.validateValues.literalSecrets" -}}
+{{- $found := include "vllm-inference.secretPaths" (dict "path" "" "value" .Values) | trimSuffix ";" -}}
+{{- range $path := splitList ";" $found -}}
+{{- if $path -}}
+{{- printf "%s: looks like a literal credential (Hugging Face token or AWS access key); put it in a Secret and reference it (model.huggingface.tokenSecret, extraEnv[].valueFrom.secretKeyRef)\n" (trimPrefix "." $path) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Paths (";"-separated) of string values that look like a credential. Recursive over maps and lists.
+*/}}
+{{- define "vllm-inference.secretPaths" -}}
+{{- $path := .path }}
+{{- if kindIs "map" .value }}
+{{- range $k, $x := .value }}
+{{- include "vllm-inference.secretPaths" (dict "path" (printf "%s.%s" $path $k) "value" $x) }}
+{{- end }}
+{{- else if kindIs "slice" .value }}
+{{- range $i, $x := .value }}
+{{- include "vllm-inference.secretPaths" (dict "path" (printf "%s[%d]" $path $i) "value" $x) }}
+{{- end }}
+{{- else if kindIs "string" .value }}
+{{- if regexMatch "hf_[A-Za-z0-9]{20,}|(AKIA|ASIA)[0-9A-Z]{16}" .value }}
+{{- $path }};
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* extraEnv: credentials come from a Secret, and the variables the chart sets are its own. */}}
+{{- define "vllm-inference.validateValues.extraEnvNames" -}}
+{{- $secretEnv := list "HF_TOKEN" "HUGGING_FACE_HUB_TOKEN" "AWS_ACCESS_KEY_ID" "AWS_SECRET_ACCESS_KEY" "AWS_SESSION_TOKEN" -}}
+{{- $chartEnv := list "HF_TOKEN" "HF_TOKEN_PATH" "HF_HOME" "VLLM_CACHE_ROOT" "XDG_CACHE_HOME" "XDG_CONFIG_HOME" "HOME" "TMPDIR" -}}
+{{- $routingEnv := dict -}}
+{{- if and .Values.apiKey.existingSecret (not (include "vllm-inference.onRay" .)) -}}
+{{- $_ := set $routingEnv "VLLM_API_KEY" "apiKey.existingSecret" -}}
+{{- end -}}
+{{- if include "vllm-inference.backendKeepAlive" . -}}
+{{- $_ := set $routingEnv "VLLM_HTTP_TIMEOUT_KEEP_ALIVE" "routing.alb.idleTimeoutSeconds" -}}
+{{- end -}}
+{{- range $i, $e := .Values.extraEnv -}}
+{{- if hasKey $routingEnv (toString $e.name) -}}
+{{- printf "extraEnv[%d].name: %s is set by the chart from %s\n" $i $e.name (get $routingEnv (toString $e.name)) -}}
+{{- else if and (has $e.name $secretEnv) (hasKey $e "value") -}}
+{{- printf "extraEnv[%d].value: %s must come from a Secret (valueFrom.secretKeyRef), not a literal\n" $i $e.name -}}
+{{- else if has $e.name $chartEnv -}}
+{{- printf "extraEnv[%d].name: %s is set by the chart (cache paths, model.huggingface.tokenSecret)\n" $i $e.name -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* An environment variable has a value or a valueFrom, not both (Kubernetes EnvVar). */}}
+{{- define "vllm-inference.validateValues.extraEnvSource" -}}
+{{- range $i, $e := .Values.extraEnv -}}
+{{- if and (hasKey $e "value") (hasKey $e "valueFrom") -}}
+{{- printf "extraEnv[%d]: set value or valueFrom, not both\n" $i -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* An existing ServiceAccount is named. */}}
+{{- define "vllm-inference.validateValues.serviceAccountName" -}}
+{{- if and (not .Values.serviceAccount.create) (not .Values.serviceAccount.name) -}}
+{{- print "serviceAccount.name: required when serviceAccount.create is false\n" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Non-root unless securityContext.allowRoot opts out: runAsNonRoot true and runAsUser not 0. */}}
+{{- define "vllm-inference.validateValues.nonRootUser" -}}
+{{- $sc := .Values.securityContext -}}
+{{- if not $sc.allowRoot -}}
+{{- if not $sc.runAsNonRoot -}}
+{{- print "securityContext.runAsNonRoot: false would run the pods as root; keep it true, or set securityContext.allowRoot: true to opt out of the non-root default\n" -}}
+{{- else if eq (int $sc.runAsUser) 0 -}}
+{{- print "securityContext.runAsUser: 0 (root) contradicts securityContext.runAsNonRoot true; give a non-zero id (default 10001), or set securityContext.allowRoot: true to opt out\n" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A NetworkPolicy admits at least one client. */}}
+{{- define "vllm-inference.validateValues.networkPolicyClients" -}}
+{{- $np := .Values.networkPolicy -}}
+{{- if and $np.enabled (not $np.allowedNamespaces) (not $np.allowSameNamespace) -}}
+{{- print "networkPolicy.allowedNamespaces: empty with allowSameNamespace false would admit no client at all\n" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The API key is vLLM's own check, which Ray Serve's OpenAI app does not run. */}}
+{{- define "vllm-inference.validateValues.apiKey" -}}
+{{- if and .Values.apiKey.existingSecret (include "vllm-inference.onRay" .) -}}
+{{- printf "apiKey.existingSecret: not supported on topology %s (Ray Serve's OpenAI app does not check vLLM's API key); authenticate at the load balancer instead (routing.mode alb with routing.alb.annotations auth-type oidc or cognito)\n" (toString .Values.topology) -}}
+{{- end -}}
+{{- end -}}

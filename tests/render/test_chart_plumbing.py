@@ -1,0 +1,115 @@
+"""The plumbing the three charts share. The helpers of tools/chart-templates (image reference,
+names) are rendered in a throwaway chart, so each rule is checked once for every chart that carries
+it (`make check-schemas` holds the copies equal). And each chart checks its values in one place:
+templates/validate.yaml calls <chart>.validate, which calls every validateValues rule exactly once,
+so a rule moved beside its domain cannot be left out of the list or run twice."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.harness import helm
+from tests.harness.paths import CHARTS as CHARTS_DIR
+from tests.harness.paths import TOOLS
+
+pytestmark = pytest.mark.render
+
+SHARED = TOOLS / "chart-templates"
+CHARTS = sorted(p.parent.name for p in CHARTS_DIR.glob("*/Chart.yaml"))
+APP_VERSION = "v9.9.9"
+
+
+def _probe(tmp_path: Path, body: str, values: dict, helm_version: str, release: str = "vllm") -> dict:
+    """data of the one ConfigMap a chart made of the shared helpers and `body` renders."""
+    chart = tmp_path / "probe"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text(f"apiVersion: v2\nname: probe\nversion: 0.1.0+build1\nappVersion: {APP_VERSION}\n")
+    (chart / "values.yaml").write_text(yaml.safe_dump(values))
+    for source in SHARED.glob("*.tpl"):
+        (chart / "templates" / f"_{source.name}").write_text(source.read_text().replace("CHART.", "probe."))
+    (chart / "templates" / "probe.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\ndata:\n" + body)
+    [config_map] = helm.render(chart, helm=helm_version, release=release)
+    return config_map["data"]
+
+
+IMAGE_CASES = {
+    "tag": ({"repository": "r.example/img", "tag": "1.2"}, False, "r.example/img:1.2"),
+    "digest-wins": ({"repository": "r.example/img", "tag": "1.2", "digest": "sha256:" + "a" * 64}, True,
+                    "r.example/img@sha256:" + "a" * 64),
+    "empty-digest": ({"repository": "r.example/img", "tag": "1.2", "digest": ""}, True, "r.example/img:1.2"),
+    "default-tag": ({"repository": "r.example/img", "tag": ""}, True, f"r.example/img:{APP_VERSION}"),
+    "no-tag-key": ({"repository": "r.example/img"}, True, f"r.example/img:{APP_VERSION}"),
+    "tag-over-default": ({"repository": "r.example/img", "tag": "1.2"}, True, "r.example/img:1.2"),
+    # a chart that does not default the tag renders it as set, as every image did before the helper
+    "no-default": ({"repository": "r.example/img", "tag": ""}, False, "r.example/img:"),
+}
+
+
+def test_image_reference(tmp_path: Path, helm_version: str) -> None:
+    body = """\
+{{- range $k, $c := .Values.cases }}
+{{- $args := dict "image" $c.image }}
+{{- if $c.appVersionDefault }}{{ $_ := set $args "defaultTag" $.Chart.AppVersion }}{{ end }}
+  {{ $k }}: {{ include "probe.imageRef" $args | quote }}
+{{- end }}
+"""
+    cases = {k: {"image": image, "appVersionDefault": default} for k, (image, default, _) in IMAGE_CASES.items()}
+    data = _probe(tmp_path, body, {"cases": cases}, helm_version)
+    assert data == {k: want for k, (_, _, want) in IMAGE_CASES.items()}
+
+
+NAME_BODY = """\
+  name: {{ include "probe.name" . | quote }}
+  fullname: {{ include "probe.fullname" . | quote }}
+  chart: {{ include "probe.chart" . | quote }}
+"""
+
+
+@pytest.mark.parametrize(("values", "release", "name", "fullname"), [
+    ({}, "vllm", "probe", "vllm-probe"),
+    ({}, "my-probe-1", "probe", "my-probe-1"),
+    ({"nameOverride": "srv"}, "vllm", "srv", "vllm-srv"),
+    ({"nameOverride": "srv"}, "srv-a", "srv", "srv-a"),
+    ({"fullnameOverride": "custom", "nameOverride": "srv"}, "vllm", "srv", "custom"),
+    ({"fullnameOverride": "x" * 70 + "-"}, "vllm", "probe", "x" * 63),
+    ({"nameOverride": "n" * 20}, "r" * 50, "n" * 20, "r" * 50 + "-" + "n" * 12),
+], ids=["default", "release-has-name", "name-override", "release-has-override", "fullname-override",
+        "fullname-truncated", "prefix-truncated"])
+def test_names(tmp_path: Path, helm_version: str, values: dict, release: str, name: str, fullname: str) -> None:
+    data = _probe(tmp_path, NAME_BODY, values, helm_version, release=release)
+    # "+" is not allowed in a label value
+    assert data == {"name": name, "fullname": fullname, "chart": "probe-0.1.0_build1"}
+
+
+def _templates(chart: str) -> dict[str, str]:
+    root = CHARTS_DIR / chart / "templates"
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("chart", CHARTS)
+def test_validate_runs_once_from_validate_yaml(chart: str) -> None:
+    templates = _templates(chart)
+    callers = [name for name, text in templates.items() if f'include "{chart}.validate" ' in text]
+    assert callers == ["validate.yaml"], callers
+
+
+@pytest.mark.parametrize("chart", CHARTS)
+def test_every_rule_is_called_once(chart: str) -> None:
+    templates = _templates(chart)
+    rule = re.escape(chart) + r'\.validateValues\.([A-Za-z0-9]+)'
+    defined = [m for text in templates.values() for m in re.findall(r'define "' + rule + '"', text)]
+    assert len(defined) == len(set(defined)), sorted(defined)
+    validate = re.search(r'define "' + re.escape(chart) + r'\.validate" -\}\}(.*?)\{\{- end -\}\}\n\{\{- end -\}\}',
+                         templates["_validate.tpl"], re.S)
+    assert validate, f"{chart}.validate not found in templates/_validate.tpl"
+    called = re.findall(r'include "' + rule + '"', validate.group(1))
+    assert sorted(called) == sorted(defined), (set(defined) ^ set(called), len(called), len(defined))
+    # nothing else calls a rule: a second caller would print its messages twice
+    others = [(name, m) for name, text in templates.items() for m in re.findall(r'include "' + rule + '"', text)
+              if name != "_validate.tpl"]
+    assert not others, others
