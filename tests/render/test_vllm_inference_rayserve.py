@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from tests.harness import chart_contract, helm
-from tests.harness.paths import CHARTS, ROOT, VALUES
+from tests.harness.crd_schema import crd_dir_from_env
+from tests.harness.paths import CHARTS, VALUES
 from vllm_eks.core import contract
 from vllm_eks.output.scenario_folder import values_document
 from vllm_eks.spec.plan import Plan
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.render
 CHART = CHARTS / "vllm-inference"
 CI = CHART / "ci" / "08-ray-serve-values.yaml"
 NAMESPACE = "llm"
-CRD = ROOT.parent / "shared" / "crds" / "ray.io_rayservices.yaml"
+CRD = crd_dir_from_env() / "ray.io_rayservices.yaml"
 
 
 def rayservice(objects: list[dict[str, Any]]) -> dict[str, Any]:
