@@ -27,7 +27,7 @@ from vllm_eks.values.base import (
 from vllm_eks.values.options import ValuesOptions
 from vllm_eks.values.vllm_inference.chart import SECRET_KEY
 
-# Chart name of the model server; its fullname helper (charts/vllm-inference/templates/_helpers.tpl)
+# Chart name of the model server; its fullname helper (charts/vllm-inference/templates/_names.tpl)
 # is mirrored by vllm_inference_fullname below and by observability.targetName in the chart.
 VLLM_INFERENCE_CHART = "vllm-inference"
 # Where alert runbook_url links point: docs/runbooks of the published repository.
