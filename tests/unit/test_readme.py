@@ -25,7 +25,7 @@ import yaml  # noqa: E402
 
 from tests.harness.readme_blocks import argv, blocks, commands  # noqa: E402
 from vllm_eks.values.options import ValuesOptions  # noqa: E402
-from vllm_eks.values.vllm_inference.chart import TokenSecret  # noqa: E402
+from vllm_eks.values.vllm_inference.hf_token import TokenSecret  # noqa: E402
 
 
 def _install_argvs() -> list[list[str]]:

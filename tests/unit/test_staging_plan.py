@@ -68,7 +68,7 @@ def test_explain_shows_the_staging_derivations(cli) -> None:
 
 def test_values_pvc_created_claim_is_the_servers_claim(tmp_path) -> None:
     p = plan(stage="pvc", model_source="/models/qwen/7b")
-    v = build_values(p, ValuesOptions(model_source_kind="pvc", release="llm1"))
+    v = build_values(p, ValuesOptions(release="llm1"))
     st = v.staging
     assert st.enabled and st.target == "pvc" and st.repo == "Qwen/Qwen2.5-7B-Instruct" and st.wait_in_server
     assert (st.pvc.claim_name, st.pvc.create, st.pvc.size, st.pvc.path) == (
@@ -80,11 +80,11 @@ def test_values_pvc_created_claim_is_the_servers_claim(tmp_path) -> None:
 
 def test_values_existing_claim_and_s3() -> None:
     p = plan(stage="pvc:fsx-models", model_source="/fsx/qwen")
-    v = build_values(p, ValuesOptions(model_source_kind="pvc", pvc_mount_path="/fsx"))
+    v = build_values(p, ValuesOptions(pvc_mount_path="/fsx"))
     assert (v.staging.pvc.claim_name, v.staging.pvc.create, v.staging.pvc.path) == ("fsx-models", False, "qwen")
     assert v.model.pvc.claim_name == "fsx-models"
     p = plan(stage="s3://models-bucket/qwen/", model_source="s3://models-bucket/qwen")
-    v = build_values(p, ValuesOptions(model_source_kind="s3", hf_token_secret=None))
+    v = build_values(p, ValuesOptions(hf_token_secret=None))
     assert v.staging.target == "s3" and v.staging.s3_uri == "s3://models-bucket/qwen" == v.model.name
     assert v.staging.token_secret.name == "" and not v.staging.pvc.claim_name
 

@@ -120,27 +120,35 @@ def test_serve_flags_forms() -> None:
 
 
 def test_builder_s3_source() -> None:
-    plan = make_plan(model_source="s3://bucket/llama-70b/", settings={"max_model_len": 8192})
-    v = build_values(plan, ValuesOptions(model_source_kind="s3",
-                                         iam_role_arn="arn:aws:iam::111122223333:role/reader"))
+    plan = make_plan(model_source="s3://bucket/llama-70b/", model_source_kind="s3", settings={"max_model_len": 8192})
+    v = build_values(plan, ValuesOptions(iam_role_arn="arn:aws:iam::111122223333:role/reader"))
     assert v.model.source == "s3" and v.model.name == "s3://bucket/llama-70b/"
     assert v.engine.args == ["--max-model-len", "8192"]
     assert v.model.huggingface.token_secret.name == ""
     assert v.service_account.annotations == {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/reader"}
-    with pytest.raises(VllmEksError, match="s3://"):
-        build_values(make_plan(), ValuesOptions(model_source_kind="s3"))
-    with pytest.raises(VllmEksError, match="model-source-kind s3"):
-        build_values(plan, ValuesOptions())
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"model_source_kind": "s3"}, "pod.model_source_kind s3 needs model_source s3://bucket/prefix"),
+    ({"model_source": "s3://bucket/m/"}, "model_source s3://bucket/m/: a Hugging Face source takes a repo id; "
+                                         "use pod.model_source_kind s3"),
+    ({"model_source_kind": "fsx"}, "pod.model_source_kind fsx needs model_source with an absolute path"),
+])
+def test_builder_refuses_a_plan_whose_kind_and_source_disagree(fields, message) -> None:
+    """A Plan read back (plan.json) is checked by the rule the planner applied, and the error
+    names the Plan's keys, not flags the user did not give."""
+    with pytest.raises(VllmEksError, match=re.escape(message)):
+        build_values(make_plan(**fields), ValuesOptions())
 
 
 def test_builder_pvc_source() -> None:
-    plan = make_plan(model_source="/models/llama-70b", settings={})
-    v = build_values(plan, ValuesOptions(model_source_kind="pvc", pvc_name="fsx"))
+    plan = make_plan(model_source="/models/llama-70b", model_source_kind="pvc", settings={})
+    v = build_values(plan, ValuesOptions(pvc_name="fsx"))
     assert v.model.source == "pvc" and v.model.pvc.claim_name == "fsx" and v.model.pvc.mount_path == "/models"
     with pytest.raises(VllmEksError, match="--pvc-name"):
-        build_values(plan, ValuesOptions(model_source_kind="pvc"))
+        build_values(plan, ValuesOptions())
     with pytest.raises(VllmEksError, match="under the volume.s mount path"):
-        build_values(plan, ValuesOptions(model_source_kind="pvc", pvc_name="fsx", pvc_mount_path="/data"))
+        build_values(plan, ValuesOptions(pvc_name="fsx", pvc_mount_path="/data"))
 
 
 def test_builder_refuses_inconsistent_parallelism() -> None:

@@ -46,10 +46,9 @@ def _request(kwargs: dict) -> PlanRequest:
 
 
 # ValuesOptions fields are flags of `values` only; --gateway NAME[/NAMESPACE] sets the two gateway
-# fields, and the model source kind is the Plan's. The routing flags follow --gateway.
+# fields. The routing flags follow --gateway.
 _ROUTING_FLAGS = ("alb_certificate_arn", "alb_scheme", "api_key_secret")
-values_options = model_options(ValuesOptions, exclude=("model_source_kind", "gateway_name", "gateway_namespace",
-                                                       *_ROUTING_FLAGS))
+values_options = model_options(ValuesOptions, exclude=("gateway_name", "gateway_namespace", *_ROUTING_FLAGS))
 values_routing_options = model_options(ValuesOptions, order=_ROUTING_FLAGS)
 
 
@@ -175,8 +174,6 @@ def values(out_dir: str, quotas: tuple[str, ...], **kwargs) -> None:
     check_quotas(p.quota, limits, kwargs.get("capacity_types") or ("on-demand",))
     opts = {k: v for k, v in kwargs.items()
             if (k in ValuesOptions.model_fields or k == "gateway") and v not in (None, ())}
-    # the kind the Plan resolved (--model-source-kind, else the form of --model-source)
-    opts["model_source_kind"] = p.pod.model_source_kind
     if opts.get("hf_token_secret") == "":
         opts["hf_token_secret"] = None
     gateway = opts.pop("gateway", None)

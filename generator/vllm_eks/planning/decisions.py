@@ -426,6 +426,10 @@ class Decisions:
             # a quantized checkpoint declares its method; vLLM reads it from config.json
             quantization=self.req.quantization if self.a.quantization is None else None,
             async_scheduling=self.req.async_scheduling)
+        for name, value in self.req.engine_passthrough().items():
+            settings[name] = value
+            d.add(name, str(value), f"set by --{name.replace('_', '-')} (vLLM's default otherwise); no effect "
+                  "on the sizing")
         return EnginePlan(gpu_memory_utilization=self.util, kv_cache_memory_bytes=self.kv_pin,
                           max_num_seqs=max_num_seqs, max_num_batched_tokens=self.batched,
                           enable_chunked_prefill=True, enable_prefix_caching=True, settings=settings,

@@ -10,7 +10,6 @@ from vllm_eks.core.errors import InvalidOptionError
 from vllm_eks.core.topology import ON_RAY
 from vllm_eks.core.units import MIB
 from vllm_eks.spec.model_source import ModelSourceKind
-from vllm_eks.spec.model_source import resolve_kind as resolve_source_kind
 from vllm_eks.spec.request import PlanRequest
 
 # Planning figures per source, MiB/s per pod. Each is a low, ordinary rate rather than a best
@@ -48,7 +47,7 @@ class LoadSource:
 def resolve_kind(req: PlanRequest) -> ModelSourceKind:
     """--model-source-kind, else the form of --model-source; a kind and a source that disagree
     are an error naming both flags."""
-    kind = resolve_source_kind(req.model_source_kind, req.model_source)
+    kind = req.source.kind
     fsx_flags = [f for f, v in (("--fsx-throughput-per-tib", req.fsx_throughput_per_tib),
                                 ("--fsx-storage-tib", req.fsx_storage_tib)) if v is not None]
     if fsx_flags and kind != "fsx":

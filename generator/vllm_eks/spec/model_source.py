@@ -1,17 +1,30 @@
-"""What vLLM loads and how the pod reaches it: the source kinds and the one rule between a kind
-and its URI, used by the planner (--model-source-kind with --model-source) and by the values
-builder (a Plan's source written into model.source / model.name). The chart checks the same rule
-on hand-edited values (charts/vllm-inference: model.source and model.name)."""
+"""What vLLM loads and how the pod reaches it: the source kinds, and `ModelSource`, the one
+sub-model of a source that the planner (--model-source-kind with --model-source) and the values
+builder (a Plan's `pod.model_source_kind` with its `model_source`) both build, so the rule between
+a kind and its URI is checked in one place. The chart checks the same rule on hand-edited values
+(charts/vllm-inference: model.source and model.name)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
 
 from vllm_eks.core.errors import InvalidOptionError
 
 ModelSourceKind = Literal["huggingface", "s3", "pvc", "fsx", "mountpoint-s3"]
 # The kinds that mount a volume; their URI is an absolute path on it.
 VOLUME_KINDS: tuple[ModelSourceKind, ...] = ("pvc", "fsx", "mountpoint-s3")
+
+
+class SourceNames(NamedTuple):
+    """How an error spells the kind and the URI: the way the user gave them."""
+    kind: str
+    uri: str
+
+
+FLAGS = SourceNames("--model-source-kind", "--model-source")
+PLAN_KEYS = SourceNames("pod.model_source_kind", "model_source")
 
 
 def kind_of(uri: str | None) -> ModelSourceKind:
@@ -24,18 +37,32 @@ def kind_of(uri: str | None) -> ModelSourceKind:
     return "pvc" if source.startswith("/") else "huggingface"
 
 
-def resolve_kind(kind: ModelSourceKind | None, uri: str | None) -> ModelSourceKind:
-    """The given kind, else the URI's; a kind and a URI that disagree are an error naming both
-    flags."""
-    implied = kind_of(uri)
-    resolved = kind or implied
-    source = uri or ""
-    if resolved == "s3" and not source.startswith("s3://"):
-        raise InvalidOptionError("--model-source-kind s3 needs --model-source s3://bucket/prefix")
-    if resolved in VOLUME_KINDS and not source.startswith("/"):
-        raise InvalidOptionError(f"--model-source-kind {resolved} needs --model-source with an absolute path on the "
-                                 "mounted volume, e.g. /models/org/name")
-    if resolved == "huggingface" and implied != "huggingface":
-        raise InvalidOptionError(f"--model-source {source}: a Hugging Face source takes a repo id; use "
-                                 f"--model-source-kind {implied if implied == 's3' else 'pvc, fsx or mountpoint-s3'}")
-    return resolved
+class ModelSource(BaseModel):
+    """A source whose kind fits its URI. Build it with `resolve` (the kind defaults to the URI's
+    form); a kind and a URI that disagree are refused in one line naming both inputs."""
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: ModelSourceKind
+    uri: str = ""
+
+    @property
+    def mounts_volume(self) -> bool:
+        return self.kind in VOLUME_KINDS
+
+    @classmethod
+    def resolve(cls, kind: ModelSourceKind | None, uri: str | None, names: SourceNames = FLAGS) -> ModelSource:
+        return cls.model_validate({"kind": kind or kind_of(uri), "uri": uri or ""}, context={"names": names})
+
+    @model_validator(mode="after")
+    def _kind_fits_uri(self, info: ValidationInfo) -> ModelSource:
+        names: SourceNames = (info.context or {}).get("names", FLAGS)
+        implied = kind_of(self.uri)
+        if self.kind == "s3" and implied != "s3":
+            raise InvalidOptionError(f"{names.kind} s3 needs {names.uri} s3://bucket/prefix")
+        if self.mounts_volume and implied != "pvc":
+            raise InvalidOptionError(f"{names.kind} {self.kind} needs {names.uri} with an absolute path on the "
+                                     "mounted volume, e.g. /models/org/name")
+        if self.kind == "huggingface" and implied != "huggingface":
+            raise InvalidOptionError(f"{names.uri} {self.uri}: a Hugging Face source takes a repo id; use "
+                                     f"{names.kind} {implied if implied == 's3' else 'pvc, fsx or mountpoint-s3'}")
+        return self

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 from vllm_eks.core.derivations import Derivation
 from vllm_eks.core.topology import ON_RAY, Topology
 from vllm_eks.spec.engine_settings import EngineSettings, serve_args
-from vllm_eks.spec.model_source import ModelSourceKind
+from vllm_eks.spec.model_source import PLAN_KEYS, ModelSource, ModelSourceKind
 
 
 class Section(BaseModel):
@@ -299,6 +299,12 @@ class Plan(BaseModel):
     hardware: dict[str, Any] | None = Field(None, description=(
         "The node's figures when it is outside the catalog and its shape is known (read from EC2, or custom with "
         "--vcpus/--memory-gib): what check-fit sizes the pool's nodes by; None for catalog instances"))
+
+    @property
+    def source(self) -> ModelSource:
+        """The source the Plan resolved; a read-back Plan whose kind and URI disagree is refused
+        naming its keys."""
+        return ModelSource.resolve(self.pod.model_source_kind, self.model_source, PLAN_KEYS)
 
     @property
     def kv_transfer_config(self) -> dict | None:

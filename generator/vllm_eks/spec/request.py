@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from vllm_eks.core.errors import InvalidOptionError
-from vllm_eks.spec.model_source import ModelSourceKind
+from vllm_eks.spec.model_source import ModelSource, ModelSourceKind
 
 # An EC2 instance type as the API and Karpenter's node.kubernetes.io/instance-type label spell it:
 # family (letters, digits, an optional "-suffix" such as p6-b200) "." size.
@@ -28,6 +28,13 @@ MIN_KV_PIN_GIB = 1 / 1024
 def _flag(name: str) -> dict:
     """Field metadata for a flag spelled other than the field's name with dashes."""
     return {"flag": name}
+
+
+# Field metadata of an engine setting that does not change the sizing: the planner copies a given
+# value into the Plan's engine settings under the field's name, which must be vLLM's EngineArgs
+# field (so `vllm serve --<name>` and Ray Serve LLM's engine_kwargs both take it); unset, vLLM's
+# own default applies and nothing is written.
+ENGINE_SETTING = {"engine_setting": True}
 
 
 class PlanRequest(BaseModel):
@@ -66,10 +73,14 @@ class PlanRequest(BaseModel):
         "EC2; 110, kubelet's default, for custom hardware)."))
 
     # precision
-    dtype: Literal["auto", "bfloat16", "float16"] = "auto"
+    dtype: Literal["auto", "bfloat16", "float16"] = Field(default="auto", description=(
+        "Weight and activation dtype (vLLM's --dtype): auto keeps the checkpoint's dtype where the GPU supports "
+        "it, else (and for float32 checkpoints) the first the GPU supports; sets the weight and KV bytes sized."))
     quantization: Literal["fp8", "awq", "gptq"] | None = Field(default=None, description=(
         "Weight quantization (fp8 works on 16-bit checkpoints; awq/gptq need such a checkpoint)."))
-    kv_cache_dtype: Literal["auto", "fp8"] = "auto"
+    kv_cache_dtype: Literal["auto", "fp8"] = Field(default="auto", description=(
+        "KV cache dtype (vLLM's --kv-cache-dtype): auto stores KV in the model's dtype; fp8 halves the KV bytes "
+        "per token of a 16-bit model, so about twice the tokens fit."))
 
     topology: Literal["auto", "ray-serve", "disaggregated"] = Field(default="auto", description=(
         "auto: single-node Deployment or multi-node LeaderWorkerSet as the model needs; ray-serve: KubeRay "
@@ -161,6 +172,17 @@ class PlanRequest(BaseModel):
         if v is not None and v & (v - 1):
             raise InvalidOptionError(f"--block-size must be a power of two (e.g. 16, 32, 128), got {v}")
         return v
+
+    def engine_passthrough(self) -> dict[str, str | int | float | bool]:
+        """The given engine settings that do not change the sizing (fields marked ENGINE_SETTING)."""
+        return {name: value for name, info in type(self).model_fields.items()
+                if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("engine_setting")
+                and (value := getattr(self, name)) is not None}
+
+    @property
+    def source(self) -> ModelSource:
+        """--model-source-kind with --model-source (the kind defaults to the source's form)."""
+        return ModelSource.resolve(self.model_source_kind, self.model_source)
 
     @model_validator(mode="after")
     def _flags_agree(self) -> PlanRequest:

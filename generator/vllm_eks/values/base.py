@@ -27,6 +27,9 @@ OPTIONAL_DNS1123_LABEL = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"
 OPTIONAL_DNS1035_LABEL = r"^([a-z]([-a-z0-9]*[a-z0-9])?)?$"
 DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 OPTIONAL_DNS1123_SUBDOMAIN = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$"
+# A volumeMount subPath the API server accepts: a relative path, no element "..".
+_PATH_ELEMENT = r"(\.|[^/.][^/]*|\.[^/.][^/]*|\.\.[^/]+)"
+SUB_PATH = rf"^({_PATH_ELEMENT}(/{_PATH_ELEMENT})*)?$"
 # A label value: at most 63 characters (the schema sets maxLength), alphanumerics at both ends.
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
 # A map of Kubernetes labels: the schema checks each value. Keys (an optional DNS-subdomain

@@ -25,7 +25,7 @@ from vllm_eks.values.base import (
     ValuesModel,
 )
 from vllm_eks.values.options import ValuesOptions
-from vllm_eks.values.vllm_inference.chart import SECRET_KEY
+from vllm_eks.values.vllm_inference.hf_token import SECRET_KEY
 
 # Chart name of the model server; its fullname helper (charts/vllm-inference/templates/_names.tpl)
 # is mirrored by vllm_inference_fullname below and by observability.targetName in the chart.

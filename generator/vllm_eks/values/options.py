@@ -8,7 +8,6 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from vllm_eks.core.errors import InvalidOptionError
-from vllm_eks.spec.model_source import ModelSourceKind
 from vllm_eks.values.base import (
     ACM_CERTIFICATE_ARN,
     AVAILABILITY_ZONE,
@@ -37,8 +36,7 @@ class ValuesOptions(BaseModel):
         "Helm release name of charts/vllm-inference (DNS-1123 label, at most 53 characters)."))
     namespace: str = Field(default="llm", pattern=DNS1123_LABEL, max_length=63, description=(
         "Namespace of the model server (DNS-1123 label)."))
-    # model source: the kind is the Plan's (--model-source-kind, else the form of --model-source)
-    model_source_kind: ModelSourceKind = "huggingface"
+    # model source: the kind is the Plan's (plan.source); these are the volume flags of each kind
     hf_token_secret: str | None = Field(default="hf-token", pattern=DNS1123_SUBDOMAIN, max_length=253,
                                         description="Existing Secret with key HF_TOKEN ('' for none).")
     pvc_name: str | None = Field(default=None, pattern=DNS1123_SUBDOMAIN, max_length=253, description=(
@@ -76,7 +74,9 @@ class ValuesOptions(BaseModel):
     capacity_types: list[CapacityType] = Field(
         default_factory=on_demand, json_schema_extra={"flag": "--capacity-type"},
         description="Karpenter capacity types (repeatable; default on-demand).")
-    ami_family: Literal["al2023", "bottlerocket"] = "al2023"
+    ami_family: Literal["al2023", "bottlerocket"] = Field(default="al2023", description=(
+        "EKS optimized AMI family of the GPU pools (gpu-infra amiFamily, pinned to its AMI release); with "
+        "bottlerocket the chart's NVIDIA device plugin is off, the AMI runs its own."))
     zone: str | None = Field(default=None, pattern=AVAILABILITY_ZONE, max_length=64, description=(
         "Availability zone to pin the GPU pool to (EFA groups are always single-AZ)."))
     capacity_reservation_ids: list[ReservationId] = Field(
