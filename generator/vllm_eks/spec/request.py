@@ -114,6 +114,10 @@ class PlanRequest(BaseModel):
     async_scheduling: bool = Field(default=True, description=(
         "vLLM's async scheduling (on by default on GPUs; vLLM's CPU platform turns it off). Sliding-window KV "
         "sizing depends on it."))
+    generation_config: Literal["auto", "vllm"] | None = Field(default=None, json_schema_extra=ENGINE_SETTING,
+                                                              description=(
+        "Sampling defaults of requests that set none (vLLM's --generation-config): auto applies the model's "
+        "generation_config.json (vLLM's default), vllm ignores it and uses vLLM's own."))
 
     # pod sizing inputs
     # Upper bounds: 1 TiB/s is far above any volume or network a node has (and 100 PiB of FSx
