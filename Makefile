@@ -71,11 +71,11 @@ test: setup ## set up everything, run `make lint` and every test tier (late tier
 	@echo ">>> make $(TEST_SETUP_TARGETS) in the background (log: $(SETUP_LOG)); unit and render tiers now"
 	@( $(MAKE) --no-print-directory $(TEST_SETUP_TARGETS) > $(SETUP_LOG) 2>&1; echo $$? > $(SETUP_LOG).rc ) & \
 	lint=0; $(MAKE) --no-print-directory lint || lint=$$?; \
-	early=0; $(BIN)/pytest -m "not ($(LATE_TIERS))" || early=$$?; \
+	early=0; $(BIN)/pytest -m "not ($(LATE_TIERS))" --durations=20 || early=$$?; \
 	wait; setup_rc=$$(cat $(SETUP_LOG).rc); \
 	echo ">>> background set-up (make $(TEST_SETUP_TARGETS)) exited $$setup_rc:"; cat $(SETUP_LOG); \
 	if [ "$$setup_rc" != 0 ]; then echo "error: make $(TEST_SETUP_TARGETS) failed; the $(LATE_TIERS) tiers cannot run" >&2; exit 1; fi; \
-	late=0; $(BIN)/pytest -m "$(LATE_TIERS)" || late=$$?; \
+	late=0; $(BIN)/pytest -m "$(LATE_TIERS)" --durations=40 || late=$$?; \
 	echo ">>> lint: make exit $$lint; unit and render tiers: pytest exit $$early; $(LATE_TIERS) tiers: pytest exit $$late"; \
 	[ $$lint -eq 0 ] && [ $$early -eq 0 ] && [ $$late -eq 0 ]
 
