@@ -3,6 +3,8 @@ own parser at the pinned release; wrong flags and bad values are caught naming t
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from tests.engine import scenarios as sc
@@ -10,6 +12,7 @@ from tests.engine.argcheck import parse_all
 from tests.engine.cpu import local_paths
 from tests.engine.engine_env import EngineVenv
 from tests.engine.report import REPORT
+from vllm_eks.check.workloads import pod_templates
 
 
 def _chart_ci_invocations() -> list[sc.ServeInvocation]:
@@ -81,3 +84,27 @@ def test_parser_rejects_bad_value_naming_the_flag(negative_results, case: str, f
 def test_parser_accepts_the_unmodified_baseline(negative_results) -> None:
     # The negative cases differ from this list by one flag only: the rejections are theirs.
     assert negative_results["baseline"].ok, negative_results["baseline"].error
+
+
+def _vllm_env_names(engine: EngineVenv) -> set[str]:
+    """The VLLM_* variables the pinned vLLM knows (vllm/envs.py environment_variables); any other
+    VLLM_* name in a server's environment makes vLLM warn on every start, and fail with
+    --fail-on-environ-validation (vllm/platforms/interface.py validate_environ)."""
+    out = subprocess.run([str(engine.python), "-c", "import vllm.envs as e; print('\\n'.join(e.environment_variables))"],
+                         capture_output=True, text=True, check=True, timeout=300)
+    return set(out.stdout.split())
+
+
+def test_no_container_sets_a_vllm_variable_vllm_does_not_know(engine: EngineVenv, rendered_scenarios) -> None:
+    known = _vllm_env_names(engine)
+    assert "VLLM_HTTP_TIMEOUT_KEEP_ALIVE" in known, "vllm.envs listing changed shape"
+    rendered = dict(rendered_scenarios)
+    for values in sorted((sc.CHART_VLLM / "ci").glob("*-values.yaml")):
+        rendered[f"ci/{values.name}"] = sc.render_chart(sc.CHART_VLLM, values)
+    unknown = sorted(
+        f"{name} :: {obj['kind']}/{obj['metadata']['name']} {c['name']}: {e['name']}"
+        for name, objects in rendered.items() for obj in objects
+        for tpl in pod_templates([obj], daemonsets=True)
+        for c in (*tpl.spec.get("initContainers", []), *tpl.spec.get("containers", []))
+        for e in c.get("env", []) if e["name"].startswith("VLLM_") and e["name"] not in known)
+    assert not unknown, "unknown VLLM_* variables:\n" + "\n".join(unknown)

@@ -74,7 +74,7 @@ class Sandbox:
             else:  # libfabric without the efa provider (or no EFA device): fi_info finds nothing
                 script("fi_info", 'echo "fi_getinfo: -61 (No data available)" >&2; exit 1')
         env = {"PATH": str(bin_), "LD_LIBRARY_PATH": str(lib), "PYTHONPATH": str(site),
-               "VLLM_EKS_IMAGE": "example.invalid/image:tag", "HOME": str(self.root)}
+               "CONTRACT_IMAGE": "example.invalid/image:tag", "HOME": str(self.root)}
         env.update(self.env_extra)
         return env
 

@@ -176,7 +176,7 @@ from its Secret, the NCCL/libfabric settings of multi-node and EFA pods, then ex
   value: /tmp
 {{- end }}
 # Named by the image contract check (files/contracts) when the image lacks something.
-- name: VLLM_EKS_IMAGE
+- name: CONTRACT_IMAGE
   value: {{ ternary (include "vllm-inference.rayImage" .) (include "vllm-inference.image" .) (has $v.topology (list "ray-serve" "disaggregated")) | quote }}
 {{- if include "vllm-inference.useToken" . }}
 {{ include "vllm-inference.hfTokenEnv" $hfToken }}

@@ -5,8 +5,8 @@
 # the pod's termination message (kubectl describe pod).
 #
 # Environment:
-#   VLLM_EKS_IMAGE      the image the container runs (set by the chart), named in the message
-#   VLLM_EKS_PYTHON     interpreter for the Python module checks (default: python3)
+#   CONTRACT_IMAGE      the image the container runs (set by the chart), named in the message
+#   CONTRACT_PYTHON     interpreter for the Python module checks (default: python3)
 #   LD_LIBRARY_PATH     where the dynamic loader (and so NCCL and NIXL) finds shared libraries
 
 CONTRACT_TOPOLOGY=unknown
@@ -18,7 +18,7 @@ contract_begin() {
 
 # contract_fail WHAT PROVIDER: one line on stderr, then exit.
 contract_fail() {
-    echo "image contract ($CONTRACT_TOPOLOGY, image ${VLLM_EKS_IMAGE:-unknown}): missing $1; $2" >&2
+    echo "image contract ($CONTRACT_TOPOLOGY, image ${CONTRACT_IMAGE:-unknown}): missing $1; $2" >&2
     exit "$CONTRACT_EXIT"
 }
 
@@ -37,7 +37,7 @@ _loader_has() {
 }
 
 _python() {
-    echo "${VLLM_EKS_PYTHON:-python3}"
+    echo "${CONTRACT_PYTHON:-python3}"
 }
 
 require_executable() {  # NAME PROVIDER

@@ -63,7 +63,7 @@ def check_image(target: str) -> None:
         except ImportError:
             missing.append("boto3 (target s3 uploads with it)")
     if missing:
-        fail(f"the staging image ({os.environ.get('VLLM_EKS_IMAGE', 'unknown')}) lacks {'; '.join(missing)}: "
+        fail(f"the staging image ({os.environ.get('CONTRACT_IMAGE', 'unknown')}) lacks {'; '.join(missing)}: "
              "set staging.image to an image with python3, huggingface_hub and (target s3) boto3", EXIT_CONFIG)
 
 
