@@ -323,10 +323,17 @@ def test_ingress_without_hosts_has_one_rule_and_waf_when_set() -> None:
 
 
 @pytest.mark.parametrize("values_file", [SINGLE, MULTI], ids=["single-node", "multi-node"])
-def test_alb_keep_alive_above_the_idle_timeout_on_the_serving_container_only(values_file: Path) -> None:
-    objects = rendered(values_file, ALB | {"routing.alb.idleTimeoutSeconds": 900})
+@pytest.mark.parametrize(("routing", "keep_alive"), [
+    (ALB | {"routing.alb.idleTimeoutSeconds": 900}, "905"),
+    # Envoy-based gateways keep idle upstream connections for an hour by default
+    (GATEWAY, "3605"),
+    (GATEWAY | {"routing.gateway.upstreamIdleTimeoutSeconds": 300}, "305"),
+], ids=["alb", "gateway-default", "gateway-set"])
+def test_keep_alive_above_the_idle_timeout_on_the_serving_container_only(values_file: Path, routing,
+                                                                         keep_alive: str) -> None:
+    objects = rendered(values_file, routing)
     assert env_of(api_container(objects))["VLLM_HTTP_TIMEOUT_KEEP_ALIVE"] == {
-        "name": "VLLM_HTTP_TIMEOUT_KEEP_ALIVE", "value": "905"}
+        "name": "VLLM_HTTP_TIMEOUT_KEEP_ALIVE", "value": keep_alive}
     worker = server_pod_templates(objects).get("worker")
     if worker:
         assert "VLLM_HTTP_TIMEOUT_KEEP_ALIVE" not in env_of(worker["spec"]["containers"][0])

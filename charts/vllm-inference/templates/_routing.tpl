@@ -63,20 +63,25 @@ app.kubernetes.io/component: endpoint-picker
 {{- toJson (uniq $out) }}
 {{- end }}
 
-{{/* Keep-alive of the servers behind an ALB: 5 s above the ALB's idle timeout, so the ALB never
-     sends a request on a connection the server is closing (AWS recommends a backend keep-alive
-     larger than the load balancer's idle timeout). Empty unless routing.mode is alb. */}}
+{{/* Keep-alive of the servers behind a load balancer or gateway: 5 s above its idle timeout
+     for connections to the servers (routing.alb.idleTimeoutSeconds,
+     routing.gateway.upstreamIdleTimeoutSeconds), so it never sends a request on a connection the
+     server is closing (AWS recommends a backend keep-alive larger than the load balancer's idle
+     timeout; Envoy's upstream connections idle for up to an hour by default). Empty for
+     routing.mode service. */}}
 {{- define "vllm-inference.backendKeepAlive" -}}
-{{- if eq (toString .Values.routing.mode) "alb" }}{{ add (int .Values.routing.alb.idleTimeoutSeconds) 5 }}{{ end }}
+{{- $mode := toString .Values.routing.mode -}}
+{{- if eq $mode "alb" }}{{ add (int .Values.routing.alb.idleTimeoutSeconds) 5 }}
+{{- else if eq $mode "gateway" }}{{ add (int .Values.routing.gateway.upstreamIdleTimeoutSeconds) 5 }}{{ end }}
 {{- end }}
 
 {{/*
 Environment of the container that serves the OpenAI API (single-node server, multi-node leader):
-the API key from its Secret and, behind an ALB, the HTTP keep-alive. May be empty.
+the API key from its Secret and, behind an ALB or a gateway, the HTTP keep-alive. May be empty.
 - VLLM_API_KEY: read when --api-key is absent (vLLM 0.32.0 vllm/entrypoints/serve/middleware/
   register.py; envs.py); it guards /v1, /v2, /inference and /cohere paths only.
 - VLLM_HTTP_TIMEOUT_KEEP_ALIVE: uvicorn's timeout_keep_alive of the API server, default 5 s, far
-  below an ALB's idle timeout (vLLM 0.32.0 wheel: vllm/envs.py L1143,
+  below an ALB's or Envoy's idle timeout (vLLM 0.32.0 wheel: vllm/envs.py L1143,
   vllm/entrypoints/launchers/api_server/entry.py L153).
 */}}
 {{- define "vllm-inference.apiServerEnv" -}}

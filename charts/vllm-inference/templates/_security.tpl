@@ -43,7 +43,7 @@ Paths (";"-separated) of string values that look like a credential. Recursive ov
 {{- $_ := set $routingEnv "VLLM_API_KEY" "apiKey.existingSecret" -}}
 {{- end -}}
 {{- if include "vllm-inference.backendKeepAlive" . -}}
-{{- $_ := set $routingEnv "VLLM_HTTP_TIMEOUT_KEEP_ALIVE" "routing.alb.idleTimeoutSeconds" -}}
+{{- $_ := set $routingEnv "VLLM_HTTP_TIMEOUT_KEEP_ALIVE" (ternary "routing.alb.idleTimeoutSeconds" "routing.gateway.upstreamIdleTimeoutSeconds" (eq (toString .Values.routing.mode) "alb")) -}}
 {{- end -}}
 {{- range $i, $e := .Values.extraEnv -}}
 {{- if hasKey $routingEnv (toString $e.name) -}}

@@ -149,6 +149,11 @@ class Gateway(ValuesModel):
     failure_mode: Literal["FailOpen", "FailClose"] = Field("FailOpen", description=(
         "InferencePool endpointPickerRef.failureMode. FailOpen: when the picker is down the Gateway "
         "still forwards to a pod it picks itself. FailClose: requests fail while the picker is down"))
+    upstream_idle_timeout_seconds: int = Field(3600, ge=1, le=86400, description=(
+        "How long the Gateway's data plane keeps an idle connection to a server open. 3600 is Envoy's "
+        "default idle timeout of upstream connections, which Envoy-based gateways keep unless configured. "
+        "The servers keep connections alive 5 s longer (VLLM_HTTP_TIMEOUT_KEEP_ALIVE), so the gateway never "
+        "sends a request on a connection the server is closing. Set it to your gateway's upstream idle timeout"))
     picker: Picker = Field(default_factory=Picker, description="The Endpoint Picker (EPP) Deployment")
 
 
