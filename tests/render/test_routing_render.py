@@ -339,6 +339,15 @@ def test_keep_alive_above_the_idle_timeout_on_the_serving_container_only(values_
         assert "VLLM_HTTP_TIMEOUT_KEEP_ALIVE" not in env_of(worker["spec"]["containers"][0])
 
 
+@pytest.mark.parametrize("values_file", [SINGLE, MULTI], ids=["single-node", "multi-node"])
+def test_picker_outlasts_the_servers_it_routes_to(values_file: Path) -> None:
+    objects = rendered(values_file, GATEWAY | {"drain.terminationGracePeriodSeconds": 400})
+    picker = one(objects, "Deployment", f"{FULLNAME}-epp")["spec"]["template"]["spec"]
+    servers = [t["spec"] for t in server_pod_templates(objects).values()]
+    assert {s["terminationGracePeriodSeconds"] for s in servers} == {400}
+    assert picker["terminationGracePeriodSeconds"] == 400
+
+
 # ------------------------------------------------------------------- API key
 
 
