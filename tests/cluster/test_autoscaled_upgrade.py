@@ -1,6 +1,6 @@
 """`helm upgrade` must not fight the autoscaler over the replica count. With
 replicasManagedExternally (the generator's setting where the observability chart renders a KEDA
-ScaledObject) the chart renders the live count and the upgrade goes through, keeping the
+ScaledObject) the chart leaves `replicas` out and the upgrade goes through, keeping the
 scale-out. Without it, Helm 4's server-side apply refuses the upgrade: the scale subresource's
 manager owns .spec.replicas and the chart asks for a different value."""
 

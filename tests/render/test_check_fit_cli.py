@@ -57,3 +57,18 @@ def test_custom_hardware_fits_by_the_figures_its_plan_recorded(tmp_path):
     assert "G bucket: 8 / 32 / 32 vCPUs" in r.stdout
     r = _run(unsized)
     assert r.returncode == 1 and "plan.json has no node figures for it (plan it with --vcpus and --memory-gib" in r.stderr
+
+
+def test_autoscaled_workloads_are_checked_at_the_autoscalers_maximum(tmp_path):
+    """The chart leaves an autoscaled Deployment's replica count to KEDA; check-fit sizes it at
+    the ScaledObject's maxReplicaCount, so a pool that could hold only the first pods fails."""
+    folder = tmp_path / "scaled"
+    shutil.copytree(VALUES / "qwen2.5-7b-g6-xlarge", folder)
+    obs = yaml.safe_load((folder / "observability.yaml").read_text())
+    assert obs["autoscaling"]["enabled"]
+    limit = yaml.safe_load((folder / "gpu-infra.yaml").read_text())["pools"][0]["gpuLimit"]
+    obs["autoscaling"]["maxReplicaCount"] = int(limit) + 1
+    (folder / "observability.yaml").write_text(yaml.safe_dump(obs))
+    r = _run(folder)
+    assert r.returncode == 1, r.stdout
+    assert "NodePool limits nvidia.com/gpu" in r.stderr and "Traceback" not in r.stderr

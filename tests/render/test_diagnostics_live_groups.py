@@ -43,7 +43,7 @@ def reached_pods(api: FakeKubeApi, command: list[str]) -> set[str]:
 
 @pytest.mark.parametrize("live_groups", [3, 1], ids=["scaled-out", "scaled-in"])
 def test_diagnostics_reach_every_live_group(tmp_path: Path, live_groups: int) -> None:
-    objects = helm.render(CHART, [CI], namespace=NAMESPACE, set_values={"replicas": 2})
+    objects = helm.render(CHART, [CI], namespace=NAMESPACE, set_values={"replicas": 2, "replicasManagedExternally": False})
     (lws,) = [o for o in objects if o["kind"] == "LeaderWorkerSet"]
     name, size = lws["metadata"]["name"], lws["spec"]["leaderWorkerTemplate"]["size"]
     assert lws["spec"]["replicas"] == 2

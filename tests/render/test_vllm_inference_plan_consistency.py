@@ -16,6 +16,7 @@ from tests.harness import chart_contract, helm
 from tests.harness.args import contains_run
 from tests.harness.paths import CHARTS, VALUES
 from vllm_eks.core import contract
+from vllm_eks.core.topology import keda_scales
 from vllm_eks.core.units import parse_quantity
 from vllm_eks.output.scenario_folder import values_document
 from vllm_eks.spec.engine_settings import serve_flags
@@ -49,7 +50,9 @@ def assert_matches_plan(objects: list[dict[str, Any]], plan: Plan) -> None:
     (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
     pod = deployment["spec"]["template"]["spec"]
     (c,) = pod["containers"]
-    assert deployment["spec"]["replicas"] == plan.layout.replicas
+    # KEDA owns the count where it scales the topology: the chart leaves it out, and the Plan's
+    # replicas are the ScaledObject's minimum (charts/observability)
+    assert deployment["spec"].get("replicas") == (None if keda_scales(plan.topology) else plan.layout.replicas)
 
     # args: the model first, the Plan's engine settings as one unchanged run, and around them
     # only the arguments the chart renders from its own keys, each with the Plan's value

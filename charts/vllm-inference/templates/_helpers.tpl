@@ -210,25 +210,6 @@ helm.sh/chart: {{ include "vllm-inference.chart" . }}
 {{- end }}
 
 {{/*
-Replica count of the Deployment or LeaderWorkerSet. When an autoscaler owns it
-(replicasManagedExternally), an upgrade keeps the count the live object has, so helm upgrade
-does not undo a scale-out; a first install (and `helm template`, where lookup finds nothing)
-starts from .Values.replicas, the Plan's minimum.
-*/}}
-{{- define "vllm-inference.replicas" -}}
-{{- $v := .root.Values -}}
-{{- $live := dict -}}
-{{- if $v.replicasManagedExternally -}}
-{{- $live = lookup .apiVersion .kind .root.Release.Namespace (include "vllm-inference.fullname" .root) | default dict -}}
-{{- end -}}
-{{- if and $live $live.spec (hasKey $live.spec "replicas") -}}
-{{- $live.spec.replicas | int -}}
-{{- else -}}
-{{- $v.replicas | int -}}
-{{- end -}}
-{{- end -}}
-
-{{/*
 vLLM's own multi-node launcher flags of a LeaderWorkerSet pod (vLLM 0.32 EngineArgs: --nnodes,
 --node-rank, --master-addr, --master-port; `vllm serve --headless` off the leader). The values
 come from the environment the LWS controller gives every container (LWS_GROUP_SIZE,

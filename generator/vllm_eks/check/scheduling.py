@@ -630,6 +630,33 @@ def render_chart(chart: Path, values: Path, release: str, namespace: str,
     return [d for d in yaml.safe_load_all(proc.stdout) if isinstance(d, dict) and d]
 
 
+_AUTOSCALED_KINDS = ("Deployment", "LeaderWorkerSet")
+
+
+def _at_autoscaling_maximum(objects: list[dict[str, Any]], observability: Path) -> list[dict[str, Any]]:
+    """An autoscaled Deployment or LeaderWorkerSet carries no replica count (the chart leaves it
+    to KEDA): it is checked at the most replicas the scenario's ScaledObject may set, so the pool's
+    limits must admit a full scale-out, not only the first pod."""
+    if not observability.is_file():
+        return objects
+    try:
+        auto = (yaml.safe_load(observability.read_text()) or {}).get("autoscaling") or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise FitError(f"{observability}: not a YAML values file ({type(e).__name__})") from None
+    if not isinstance(auto, dict) or not auto.get("enabled", True) or "maxReplicaCount" not in auto:
+        return objects
+    most = auto["maxReplicaCount"]
+    if not isinstance(most, int) or isinstance(most, bool) or most < 0:
+        raise FitError(f"{observability}: autoscaling.maxReplicaCount must be a whole number >= 0, got {most!r}")
+    out = []
+    for obj in objects:
+        spec = obj.get("spec")
+        if obj.get("kind") in _AUTOSCALED_KINDS and isinstance(spec, dict) and "replicas" not in spec:
+            obj = {**obj, "spec": {**spec, "replicas": most}}
+        out.append(obj)
+    return out
+
+
 def check_fit(scenario_dir: str | os.PathLike[str], *, charts_dir: str | os.PathLike[str] | None = None,
               helm: str | None = None, infra_objects: list[dict[str, Any]] | None = None,
               server_objects: list[dict[str, Any]] | None = None,
@@ -644,6 +671,7 @@ def check_fit(scenario_dir: str | os.PathLike[str], *, charts_dir: str | os.Path
         infra_objects = render_chart(charts / "gpu-infra", scenario / "gpu-infra.yaml", "gpu-infra", "gpu-infra", helm)
     if server_objects is None:
         server_objects = render_chart(charts / "vllm-inference", scenario / "vllm-inference.yaml", "vllm", "llm", helm)
+    server_objects = _at_autoscaling_maximum(server_objects, scenario / "observability.yaml")
     plan = scenario / "plan.json"
     reserve = Reserve.of_plan(json.loads(plan.read_text())) if plan.is_file() else Reserve()
     return check_objects(infra_objects, server_objects, reserve=reserve,

@@ -584,9 +584,10 @@ class VllmInferenceValues(ValuesModel):
         "Model copies: pods (single-node) or LeaderWorkerSet groups (multi-node); ray-serve and "
         "disaggregated size themselves from rayServe / disaggregated"))
     replicas_managed_externally: bool = Field(False, description=(
-        "An autoscaler owns the replica count (the observability chart's KEDA ScaledObject): a helm upgrade keeps "
-        "the replica count of the live object instead of resetting it to `replicas` (Helm lookup); a first install "
-        "starts from `replicas`. The generator turns it on where the observability chart renders a ScaledObject"))
+        "An autoscaler owns the replica count (the observability chart's KEDA ScaledObject): the Deployment or "
+        "LeaderWorkerSet leaves `replicas` out, so neither helm upgrade nor a GitOps sync (Argo CD, Flux) resets "
+        "what the autoscaler set; a new object starts at 1 and the ScaledObject's minimum applies. The generator "
+        "turns it on where the observability chart renders a ScaledObject"))
     image: ServerImage = Field(default_factory=ServerImage, description=(
         "vLLM server image (single-node, multi-node). The container checks the image's contract first "
         "(files/contracts/<topology>.sh). The upstream vllm/vllm-openai image has no EFA stack (no libfabric efa "
