@@ -93,15 +93,15 @@ class Staging:
             return None, out
 
 
-def _kill_part_way(proc: subprocess.Popen, part: Path, size: int, log: Path) -> int:
-    """SIGKILL the run once `part` holds a third of `size` bytes; returns the bytes it holds."""
+def _kill_part_way(proc: subprocess.Popen, part: Path, size: int, log: Path, sig: int = signal.SIGKILL) -> int:
+    """Stop the run with `sig` once `part` holds a third of `size` bytes; returns the bytes it holds."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         if part.exists() and part.stat().st_size >= size // 3:
             break
         time.sleep(0.05)
     assert proc.poll() is None, f"the first run ended before it could be interrupted:\n{log.read_text()}"
-    os.killpg(proc.pid, signal.SIGKILL)
+    os.killpg(proc.pid, sig)
     proc.wait(timeout=30)
     time.sleep(0.5)  # the stand-in's thread for the killed connection stops at its next write
     kept = part.stat().st_size
@@ -175,6 +175,26 @@ def test_staging_to_a_claim_resumes_after_a_kill(engine: EngineVenv, tmp_path: P
         assert bad.start(log4).wait(timeout=120) == 78, log4.read_text()
         fails = [line for line in log4.read_text().splitlines() if line.startswith("FAIL: ")]
         assert len(fails) == 1 and "not found, or private without a valid token" in fails[0], log4.read_text()
+        # ... which the servers' init container reads: it stops waiting and names it
+        code, out = bad.wait_init(20)
+        assert code == 1 and "the staging Job failed and will not retry" in out, (code, out)
+        assert "not found, or private without a valid token" in out, out
+
+        # SIGTERM (the Job's deadline, a drained node) is recorded as not final: the wait goes on and
+        # shows it, and the next run clears it
+        term = Staging(engine, tmp_path / "term", PVC_VALUES, endpoint, {})
+        log6 = tmp_path / "run6.log"
+        term_part = term.claim / REPO / part.relative_to(dest)
+        proc6 = term.start(log6)
+        _kill_part_way(proc6, term_part, len(files[BIG]), log6, signal.SIGTERM)
+        assert proc6.returncode == 143 and "FAIL: stopped by SIGTERM" in log6.read_text(), log6.read_text()
+        code, out = term.wait_init(3)
+        assert code is None and "whose last run failed" in out and "SIGTERM" in out, (code, out)
+        log7 = tmp_path / "run7.log"
+        assert term.start(log7).wait(timeout=300) == 0, log7.read_text()
+        assert not (term.claim / REPO / ".vllm-eks-staging-failed").exists()
+        code, out = term.wait_init(30)
+        assert code == 0 and "staged:" in out, (code, out)
     finally:
         hub.shutdown()
     total = sum(len(d) for d in files.values())
@@ -182,7 +202,8 @@ def test_staging_to_a_claim_resumes_after_a_kill(engine: EngineVenv, tmp_path: P
                 f"{sum(second.values())} of {total} bytes, {BIG} from byte {kept}; sha256 of all {len(files)} files "
                 f"match; run 3 fetched 0; a new revision with a same-size changed file fetched only that file; "
                 f"{len(progress)} progress lines, e.g. {progress[-1]!r}; the wait init container waited before the "
-                "marker and passed after it")
+                "marker and passed after it, stopped naming a final failure (wrong token, exit 78) and kept waiting, "
+                "showing it, after a SIGTERM")
 
 
 # Lists the bucket with the image's boto3: key -> [size, sha256].
@@ -252,10 +273,21 @@ def test_staging_to_s3_skips_uploaded_objects(engine: EngineVenv, tmp_path: Path
         log3 = tmp_path / "s3-run3.log"
         assert st.start(log3).wait(timeout=120) == 0, log3.read_text()
         assert "already staged" in log3.read_text() and not fake.ranges
+
+        # a final failure (wrong token, exit 78) is an object beside the marker; the S3 waiter stops on it
+        other = f"s3://{BUCKET}/other"
+        bad = Staging(engine, tmp_path / "bad", {**S3_VALUES, "staging.s3Uri": other, "model.name": other}, endpoint,
+                      aws)
+        bad.env["HF_TOKEN"] = "hf_wrong"
+        log4 = tmp_path / "s3-run4.log"
+        assert bad.start(log4).wait(timeout=120) == 78, log4.read_text()
+        assert "other/.vllm-eks-staging-failed" in _objects(engine, st.env)
+        code, out = bad.wait_init(30)
+        assert code == 1 and "the staging Job failed and will not retry" in out, (code, out)
     finally:
         os.killpg(moto.pid, signal.SIGTERM)
         moto.wait(timeout=30)
         hub.shutdown()
     REPORT.note(f"staging (s3, moto): run 1 killed with {kept} bytes of {BIG} in scratch and {len(uploaded)} objects "
                 f"uploaded; run 2 (empty scratch) skipped those, fetched {len(fetched)} files; sha256 of all "
-                f"{len(files)} objects match; the S3 wait init container waited, then found the marker")
+                f"{len(files)} objects match; the S3 wait init container waited, then found the marker, and stopped naming a final failure")

@@ -17,6 +17,11 @@ that waits for it. docs/staging.md.
 {{/* The file the Job writes once every file is in place (stage_weights.py MARKER). */}}
 {{- define "vllm-inference.stagingMarker" -}}
 .vllm-eks-staged
+{{- end -}}
+
+{{/* The record a failed staging run leaves beside the marker (files/staging/stage_weights.py FAILURE). */}}
+{{- define "vllm-inference.stagingFailure" -}}
+.vllm-eks-staging-failed
 {{- end }}
 
 {{/*
@@ -38,7 +43,9 @@ load from elsewhere (the validate helper checks that a matching source names the
 initContainers of a server pod (after `spec:`, root context): with staging.waitInServer, one
 container that polls for the Job's marker where the server loads the model, so vLLM starts only
 on a complete copy (never on half a checkpoint) and the startup probe's budget is not spent
-waiting. It runs the server's own image: sh for the claim, python3 and boto3 for S3 (the S3 source
+waiting. A failure the Job recorded there stops the wait when it is final (exit 78: the Job fails
+at once; the container exits 1 naming it, and the pod shows Init:Error with that line as its
+termination message) and is shown while waiting otherwise (the Job retries). It runs the server's own image: sh for the claim, python3 and boto3 for S3 (the S3 source
 needs boto3 already: runai_model_streamer_s3 imports it, docs/staging.md).
 */}}
 {{- define "vllm-inference.stagingInitContainers" -}}
@@ -56,8 +63,18 @@ initContainers:
       - -c
       - |
         marker="$0/{{ include "vllm-inference.stagingMarker" . }}"
+        failed="$0/{{ include "vllm-inference.stagingFailure" . }}"
         until [ -f "$marker" ]; do
-          echo "waiting for the staging Job: no $marker yet"; sleep 15
+          if [ -f "$failed" ]; then
+            why=$(tr -d '\n' < "$failed")
+            if grep -q '"final": true' "$failed"; then
+              echo "the staging Job failed and will not retry: $why"; exit 1
+            fi
+            echo "waiting for the staging Job, whose last run failed: $why"
+          else
+            echo "waiting for the staging Job: no $marker yet"
+          fi
+          sleep 15
         done
         echo "staged: $(cat "$marker")"
       - {{ $v.model.name | quote }}
@@ -66,23 +83,34 @@ initContainers:
       - python3
       - -c
       - |
-        import sys, time, boto3
+        import json, sys, time, boto3
         bucket, _, prefix = sys.argv[1][5:].partition("/")
-        key = (prefix.strip("/") + "/" if prefix.strip("/") else "") + sys.argv[2]
+        under = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        key, failed = under + sys.argv[2], under + sys.argv[3]
         s3 = boto3.client("s3")
-        while True:
+        def read(name):
             try:
-                print("staged:", s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode(), flush=True)
-                break
+                return s3.get_object(Bucket=bucket, Key=name)["Body"].read().decode()
             except s3.exceptions.NoSuchKey:
+                return None
+        while (staged := read(key)) is None:
+            why = read(failed)
+            if why is None:
                 print(f"waiting for the staging Job: no s3://{bucket}/{key} yet", flush=True)
-                time.sleep(15)
+            elif json.loads(why).get("final"):
+                sys.exit("the staging Job failed and will not retry: " + " ".join(why.split()))
+            else:
+                print("waiting for the staging Job, whose last run failed:", " ".join(why.split()), flush=True)
+            time.sleep(15)
+        print("staged:", staged, flush=True)
       - {{ trimSuffix "/" $v.model.name | quote }}
       - {{ include "vllm-inference.stagingMarker" . | quote }}
+      - {{ include "vllm-inference.stagingFailure" . | quote }}
     env:
       - name: HOME
         value: /tmp
     {{- end }}
+    terminationMessagePolicy: FallbackToLogsOnError
     resources:
       requests:
         cpu: 10m

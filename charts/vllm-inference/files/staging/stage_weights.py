@@ -17,7 +17,11 @@ left by an interrupted run is continued with an HTTP Range request. For S3, an o
 matches (and whose hf-blob metadata, when set, names the same blob) is skipped; a file is fetched
 to the scratch directory, then uploaded.
 When every file is in place, the marker <dest>/.vllm-eks-staged (JSON: repo, revision, commit)
-is written last: the servers' init container waits for it.
+is written last: the servers' init container waits for it. A run that fails writes
+<dest>/.vllm-eks-staging-failed (JSON: message, exit code, final) and the next run removes it:
+the init container stops waiting on a final failure (exit 78: the values or the image cannot work,
+and the Job's podFailurePolicy fails the Job at once) and names it, and shows any other while it
+waits for the Job's retry.
 
 Environment: STAGE_REPO, STAGE_REVISION, STAGE_TARGET (pvc|s3), STAGE_DIR (pvc), STAGE_S3_URI
 (s3), STAGE_SCRATCH (s3: where files wait for upload), STAGE_WORKERS, STAGE_PROGRESS_SECONDS;
@@ -29,7 +33,7 @@ import hashlib
 import json
 import os
 import re
-import sys
+import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -37,15 +41,47 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MARKER = ".vllm-eks-staged"
+FAILURE = ".vllm-eks-staging-failed"
 STATE_DIR = ".vllm-eks-staging"
 CHUNK = 1 << 20
 ATTEMPTS = 4
 EXIT_CONFIG = 78  # EX_CONFIG: the image or the values cannot work; a retry would not help
 
 
+class Failed(SystemExit):
+    """A run that stops with one FAIL line; main records it where the servers wait."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(code)
+        self.message = message
+
+
 def fail(message: str, code: int = 1) -> None:
     print(f"FAIL: {message}", flush=True)
-    sys.exit(code)
+    raise Failed(message, code)
+
+
+def failure_record(e: Failed) -> dict:
+    return {"message": e.message, "exit_code": e.code, "final": e.code == EXIT_CONFIG}
+
+
+def record_failure(target: PvcTarget | S3Target, e: Failed) -> None:
+    try:
+        target.write_marker(failure_record(e), FAILURE)
+    except Exception as why:  # the record is a courtesy to the servers; the exit code is the result
+        print(f"could not record the failure for the servers: {why}", flush=True)
+
+
+def stop_on_sigterm(target: PvcTarget | S3Target) -> None:
+    """SIGTERM (the Job's activeDeadlineSeconds, a deleted pod, a drained node; the Job may
+    retry): record it and exit at once, leaving the partial files for the next run to resume
+    (waiting for the download threads could outlast the pod's grace period)."""
+    def handler(signum: int, frame: object) -> None:
+        message = "stopped by SIGTERM (staging.activeDeadlineSeconds reached, or the pod was deleted or its node drained)"
+        print(f"FAIL: {message}", flush=True)
+        record_failure(target, Failed(message, 143))
+        os._exit(143)
+    signal.signal(signal.SIGTERM, handler)
 
 
 def check_image(target: str) -> None:
@@ -231,10 +267,13 @@ class PvcTarget:
         path = self.root / MARKER
         return json.loads(path.read_text()) if path.is_file() else None
 
-    def write_marker(self, record: dict) -> None:
-        tmp = self.root / (MARKER + ".tmp")
+    def write_marker(self, record: dict, name: str = MARKER) -> None:
+        tmp = self.root / (name + ".tmp")
         tmp.write_text(json.dumps(record, indent=1) + "\n")
-        os.replace(tmp, self.root / MARKER)
+        os.replace(tmp, self.root / name)
+
+    def clear_failure(self) -> None:
+        (self.root / FAILURE).unlink(missing_ok=True)
 
 
 class S3Target:
@@ -282,8 +321,11 @@ class S3Target:
         body = self.s3.get_object(Bucket=self.bucket, Key=self.key(MARKER))["Body"].read()
         return json.loads(body)
 
-    def write_marker(self, record: dict) -> None:
-        self.s3.put_object(Bucket=self.bucket, Key=self.key(MARKER), Body=json.dumps(record, indent=1).encode())
+    def write_marker(self, record: dict, name: str = MARKER) -> None:
+        self.s3.put_object(Bucket=self.bucket, Key=self.key(name), Body=json.dumps(record, indent=1).encode())
+
+    def clear_failure(self) -> None:
+        self.s3.delete_object(Bucket=self.bucket, Key=self.key(FAILURE))
 
 
 def main() -> None:
@@ -305,6 +347,17 @@ def main() -> None:
     else:
         target = S3Target(env("STAGE_S3_URI", ""), Path(env("STAGE_SCRATCH", "/tmp/staging")))
         where = env("STAGE_S3_URI", "")
+    target.clear_failure()
+    stop_on_sigterm(target)
+    try:
+        stage(target, repo, revision, where)
+    except Failed as e:
+        record_failure(target, e)
+        raise
+
+
+def stage(target: PvcTarget | S3Target, repo: str, revision: str, where: str) -> None:
+    env = os.environ.get
     commit, files = list_repo(repo, revision)
     total = sum(f.size for f in files)
     print(f"staging {repo}@{revision} (commit {commit}): {len(files)} files, {human(total)} -> {where}", flush=True)

@@ -31,11 +31,6 @@ class StagingImage(BenchmarkImage):
         "(image.repository, tag and digest)"))
 
 
-class StagingTokenSecret(TokenSecret):
-    optional: bool = Field(False, description=(
-        "false: a missing Secret keeps the pod from starting (a gated repo cannot be copied without it)"))
-
-
 class StagingPvc(ValuesModel):
     claim_name: str = Field("", pattern=OPTIONAL_DNS1123_SUBDOMAIN, description=(
         "The claim to copy into: an existing one, or with create the name of the claim the chart creates "
@@ -72,8 +67,9 @@ class Staging(ValuesModel):
     repo: str = Field("", pattern=OPTIONAL_REPO_ID, description="Hugging Face repo id to copy; required when enabled")
     revision: str = Field("main", min_length=1, pattern=r"^[^\s]+$", description=(
         "Branch, tag or commit; the Job resolves it to one commit and copies every file from that commit"))
-    token_secret: StagingTokenSecret = Field(default_factory=StagingTokenSecret, description=(
-        "Where the Hugging Face token comes from"))
+    token_secret: TokenSecret = Field(default_factory=TokenSecret, description=(
+        "Where the Hugging Face token comes from; optional by default as on the servers, so a public repo "
+        "needs no Secret and a gated one fails the copy with a line naming the token"))
     s3_uri: str = Field("", pattern=OPTIONAL_S3_URI, description=(
         "s3://bucket/prefix the files go under (target s3)"))
     pvc: StagingPvc = Field(default_factory=StagingPvc, description="The claim of target pvc")
@@ -105,7 +101,7 @@ def staging_values(plan: Plan, options: ValuesOptions) -> Staging:
     s = plan.staging
     if s is None:
         return Staging()
-    token = StagingTokenSecret(name=options.hf_token_secret or "")
+    token = TokenSecret(name=options.hf_token_secret or "")
     common = dict(enabled=True, target=s.staging_target, repo=s.staging_repo, revision=s.staging_revision,
                   token_secret=token, active_deadline_seconds=s.staging_deadline_seconds)
     if s.staging_target == "s3":
