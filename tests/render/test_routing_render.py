@@ -291,13 +291,18 @@ def test_ingress_annotations_and_backend(values_file: Path, service: str, port: 
                                                                        "alb.ingress.kubernetes.io/scheme": "internet-facing"}})
     ingress = one(objects, "Ingress", FULLNAME)
     annotations = ingress["metadata"]["annotations"]
+    planned = yaml.safe_load(values_file.read_text())["drain"]
+    drain = planned["preStopSeconds"] + planned["shutdownTimeoutSeconds"]
+    assert drain <= planned["terminationGracePeriodSeconds"] < 300
     assert annotations == {
         "alb.ingress.kubernetes.io/target-type": "ip",
         # routing.alb.annotations override the chart's
         "alb.ingress.kubernetes.io/scheme": "internet-facing",
         "alb.ingress.kubernetes.io/certificate-arn": CERT,
         "alb.ingress.kubernetes.io/listen-ports": '[{"HTTPS":443}]',
-        "alb.ingress.kubernetes.io/target-group-attributes": "load_balancing.algorithm.type=least_outstanding_requests",
+        # a leaving target drains for the pods' preStop + shutdown timeout, not the ALB's 300 s
+        "alb.ingress.kubernetes.io/target-group-attributes": "load_balancing.algorithm.type=least_outstanding_requests,"
+                                                             f"deregistration_delay.timeout_seconds={drain}",
         "alb.ingress.kubernetes.io/load-balancer-attributes": "idle_timeout.timeout_seconds=900",
         "alb.ingress.kubernetes.io/healthcheck-path": health,
         "alb.ingress.kubernetes.io/success-codes": "200",
