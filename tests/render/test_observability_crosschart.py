@@ -6,6 +6,7 @@ would resolve them."""
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +139,22 @@ def test_scaled_object_targets_a_rendered_workload(scenario: Path) -> None:
                if (o["apiVersion"], o["kind"], o["metadata"]["name"]) == (ref["apiVersion"], ref["kind"], ref["name"])
                and _ns(o) == _ns(scaled[0])]
     assert targets, f"ScaledObject targets {ref} in {_ns(scaled[0])}, which vllm-inference does not render"
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=_id)
+def test_restart_alert_watches_exactly_the_serving_containers(scenario: Path) -> None:
+    """The restart alert's container matcher names the containers vllm-inference serves from, and
+    none of the others it renders (picker, Jobs, helm tests)."""
+    rendered = _rendered(scenario)
+    (rule,) = [o for o in rendered["observability"] if o["kind"] == "PrometheusRule"]
+    expr = next(r["expr"] for g in rule["spec"]["groups"] for r in g["rules"] if r.get("alert") == "VllmPodRestartLoop")
+    matcher = re.compile(re.search(r'container=~"([^"]+)"', expr).group(1))
+    serving, other = set(), set()
+    for pod in created_pods(rendered["vllm-inference"]):
+        names = {c["name"] for c in pod.spec.get("containers", [])}
+        (serving if pod.labels.get("app.kubernetes.io/component") == "server" else other).update(names)
+    assert serving and all(matcher.fullmatch(n) for n in serving), (matcher.pattern, serving)
+    assert not [n for n in other if matcher.fullmatch(n)], (matcher.pattern, other)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=_id)

@@ -88,11 +88,16 @@ PromQL label matchers of this release's vLLM series, e.g. namespace="llm",job="v
 {{- end -}}
 
 {{/*
-PromQL label matchers of this release's model-server pods in kube-state-metrics series.
+PromQL label matchers of this release's model-server containers in kube-state-metrics series:
+its pods by name, and of those the containers that serve (vllm-inference names them vllm in the
+Deployment and LeaderWorkerSet, ray-head and ray-worker on Ray), so the endpoint picker, the
+staging and benchmark Jobs and the helm test pods, whose names share the prefix, do not count.
+kube-state-metrics exposes no pod labels by default (--metric-labels-allowlist), so the
+container name is the matcher every installation has.
 */}}
 {{- define "observability.podSelector" -}}
 {{- $regex := default (printf "%s-.*" (include "observability.targetName" .)) .Values.rules.podRegex -}}
-{{- printf "namespace=%q,pod=~%q" (include "observability.targetNamespace" .) $regex -}}
+{{- printf "namespace=%q,pod=~%q,container=~%q" (include "observability.targetNamespace" .) $regex "vllm|ray-head|ray-worker" -}}
 {{- end -}}
 
 {{/*

@@ -216,8 +216,8 @@ class Rules(ValuesModel):
     slo: Slo = Field(default_factory=Slo, description="Latency SLOs")
     thresholds: Thresholds = Field(default_factory=Thresholds, description="Alert thresholds")
     pod_regex: str = Field(default="", description=(
-        "Regular expression of the model-server pod names for the restart alert (kube-state-metrics). Empty: "
-        "`<target name>-.*`"))
+        "Regular expression of the model-server pod names for the restart alert (kube-state-metrics), which "
+        "counts only their serving containers (vllm, ray-head, ray-worker). Empty: `<target name>-.*`"))
     kube_state_metrics: bool = Field(default=True, description=(
         "Render the restart-loop alert (needs kube-state-metrics)"))
     additional_alert_labels: dict[str, str] = Field(default_factory=dict, description=(
