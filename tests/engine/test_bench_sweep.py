@@ -80,6 +80,8 @@ def test_every_level_printed_and_saved(sweep) -> None:
         assert printed == json.loads((saved / result_name(c)).read_text())
         assert printed["max_concurrency"] == c and printed["completed"] == PROMPTS and printed["failed"] == 0
         assert printed["output_throughput"] > 0
+        # what the sweep measured through, recorded by vllm bench serve --metadata
+        assert printed["vllm_eks_target"] == "service" and printed["vllm_eks_base_url"].startswith("http://")
 
 
 def _analyze(*args: str) -> subprocess.CompletedProcess[str]:

@@ -36,6 +36,7 @@ CASES = {
                                                                     "path": "/datasets/sharegpt.json"}}),
     "job-multi-node": (MULTI, ON),
     "helm-test-ray-serve": (RAY, {**ON, "benchmark.asHelmTest": True}),
+    "job-through-the-route": (SINGLE, {**ON, "benchmark.baseUrl": "https://llm.example.com/"}),
 }
 
 
@@ -116,7 +117,8 @@ def test_pod_passes_restricted_with_a_read_only_root(case: str) -> None:
     assert pod_spec(obj)["activeDeadlineSeconds"] == 3600
 
 
-@pytest.mark.parametrize("case", list(CASES))
+# (the routed case targets benchmark.baseUrl: test_the_sweep_can_measure_through_the_users_route)
+@pytest.mark.parametrize("case", [c for c in CASES if c != "job-through-the-route"])
 def test_script_runs_the_sweep_of_bench_run_against_the_service(case: str) -> None:
     objects = rendered(case)
     obj = benchmark_object(objects)
@@ -146,6 +148,23 @@ def test_script_runs_the_sweep_of_bench_run_against_the_service(case: str) -> No
     for metric in ("--percentile-metrics", "--metric-percentiles"):
         assert words[words.index(metric) + 1] == expected[expected.index(metric) + 1]
     assert "printf 'VLLM_EKS_BENCH_RESULT %s\\n'" in script
+
+
+def test_the_sweep_can_measure_through_the_users_route() -> None:
+    """benchmark.baseUrl sends the sweep where users send requests (a Gateway, an ALB), and every
+    result file says what it measured through; without it, the Service."""
+    routed = benchmark_object(rendered("job-through-the-route"))
+    e = env(routed)
+    assert e["BASE_URL"]["value"] == "https://llm.example.com" and e["BENCH_TARGET"]["value"] == "route"
+    words = bench_line(container(routed)["command"][2])
+    at = words.index("--metadata")
+    assert words[at + 1:at + 3] == ["vllm_eks_target=$BENCH_TARGET", "vllm_eks_base_url=$BASE_URL"]
+    assert env(benchmark_object(rendered("job-single-node")))["BENCH_TARGET"]["value"] == "service"
+
+
+def test_a_base_url_that_is_not_one_is_refused() -> None:
+    with pytest.raises(helm.HelmError, match="benchmark.baseUrl"):
+        helm.render_case(CHART, SINGLE, {**ON, "benchmark.baseUrl": "llm.example.com"}, "helm4", RELEASE, NAMESPACE)
 
 
 def test_api_key_goes_in_openai_api_key_and_s3_needs_boto3() -> None:

@@ -78,7 +78,8 @@ class BenchmarkResources(ValuesModel):
 
 class Benchmark(ValuesModel):
     enabled: bool = Field(False, description=(
-        "Render the benchmark: `vllm bench serve` per concurrency level against the release's Service"))
+        "Render the benchmark: `vllm bench serve` per concurrency level against the release's Service, "
+        "or against baseUrl"))
     as_helm_test: bool = Field(False, description=(
         "Render it as a `helm.sh/hook: test` Pod (run by `helm test`) instead of a Job"))
     image: BenchmarkImage = Field(default_factory=BenchmarkImage, description="Image of the benchmark")
@@ -86,6 +87,11 @@ class Benchmark(ValuesModel):
         "Tokenizer name or path (--tokenizer); empty: model.name, which must then be a Hugging Face "
         "model (model.source huggingface). The Hugging Face token of model.huggingface.tokenSecret "
         "is passed when set"))
+    base_url: str = Field("", pattern=r"^(https?://[^\s/?#]+(/[^\s?#]*)?)?$", max_length=2048, description=(
+        "Where the requests go: the URL users call, e.g. the Gateway's or the ALB's (https://llm.example.com), "
+        "so the sweep measures through the routing layer they use. Empty: the release's Service, which "
+        "balances per connection and bypasses the gateway's endpoint picker. Each result file records which "
+        "(vllm_eks_target: route or service, vllm_eks_base_url)"))
     concurrencies: list[Concurrency] = Field(default_factory=lambda: [1, 2, 4, 8, 16, 32], min_length=1,
                                              description="Concurrency levels (--max-concurrency), one run each")
     request_shape: RequestShape = Field(default_factory=RequestShape, description="Requests of each level")
