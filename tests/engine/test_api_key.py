@@ -7,6 +7,7 @@ multi-node leader's liveness probe script."""
 from __future__ import annotations
 
 import os
+import re
 import secrets as token_source
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import sys
 import pytest
 
 from tests.engine import scenarios as sc
+from tests.engine.report import REPORT
 from tests.engine.serving import ScenarioRun, env_value, prepare, run_helm_test_pods
 
 SCENARIO = "qwen2.5-7b-g6-xlarge"
@@ -97,3 +99,64 @@ def test_liveness_probe_script_authenticates(keyed_run: ScenarioRun, api_key: st
     assert (proc.returncode == 0) == with_key, (proc.returncode, proc.stdout + proc.stderr)
     if not with_key:
         assert "401" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+# ------------------------------------------------------------------ what the edge publishes
+
+CERT = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-6789-abcd-ef0123456789"
+EDGES = {
+    "gateway": {"mode": "gateway", "gateway": {"parentRefs": [{"name": "inference-gateway"}]}},
+    "alb": {"mode": "alb", "alb": {"certificateArn": CERT, "scheme": "internet-facing"}},
+}
+
+
+def _published_prefixes(mode: str) -> list[str]:
+    """The path prefixes the rendered HTTPRoute or Ingress sends to the servers."""
+    objects = sc.render_chart(sc.CHART_VLLM, sc.VALUES / SCENARIO / "vllm-inference.yaml", set_values={
+        "apiKey": {"existingSecret": SECRET, "secretKey": KEY}, "routing": EDGES[mode]})
+    if mode == "gateway":
+        (route,) = [o for o in objects if o["kind"] == "HTTPRoute"]
+        matches = [m["path"] for rule in route["spec"]["rules"] for m in rule.get("matches", [{}])]
+        assert all(m.get("type") == "PathPrefix" for m in matches), matches
+        return [m["value"] for m in matches]
+    (ingress,) = [o for o in objects if o["kind"] == "Ingress"]
+    paths = [p for rule in ingress["spec"]["rules"] for p in rule["http"]["paths"]]
+    assert all(p["pathType"] == "Prefix" for p in paths), paths
+    return [p["path"] for p in paths]
+
+
+def _under(path: str, prefix: str) -> bool:
+    """Prefix matching as Gateway API PathPrefix and Ingress Prefix do it: by path element."""
+    prefix = prefix.rstrip("/")
+    return not prefix or path == prefix or path.startswith(prefix + "/")
+
+
+def _routes(keyed_run: ScenarioRun) -> set[tuple[str, str]]:
+    status, spec = keyed_run.server.request("GET", "/openapi.json")
+    assert status == 200 and isinstance(spec, dict), (status, str(spec)[:300])
+    return {(method.upper(), path) for path, ops in spec["paths"].items() for method in ops}
+
+
+@pytest.mark.parametrize("mode", list(EDGES))
+def test_every_route_the_edge_publishes_needs_the_key(keyed_run: ScenarioRun, mode: str) -> None:
+    """Every route the real server has (its OpenAPI document) under a prefix the edge publishes
+    answers 401 without the key; the routes it serves without the key (POST /invocations is the
+    same inference) are outside every published prefix."""
+    prefixes = _published_prefixes(mode)
+    routes = _routes(keyed_run)
+    published = sorted(r for r in routes if any(_under(r[1], p) for p in prefixes))
+    assert len(published) >= 5, (prefixes, published)
+    answers = {}
+    for method, path in published:
+        concrete = re.sub(r"\{[^}]+\}", "x", path)
+        status, _ = keyed_run.server.request(method, concrete, body={} if method in ("POST", "PUT") else None)
+        answers[f"{method} {path}"] = status
+    assert set(answers.values()) == {401}, {k: v for k, v in answers.items() if v != 401}
+    unguarded = {path for _, path in routes - set(published)}
+    assert {"/invocations", "/metrics", "/tokenize"} <= unguarded, sorted(unguarded)
+    status, _ = keyed_run.server.request("POST", "/invocations", body={"prompt": "hi", "max_tokens": 1,
+                                                                       "model": keyed_run.served_model_name})
+    assert status != 401, "vLLM serves /invocations without the key: the edge must not publish it"
+    REPORT.note(f"edge ({mode}): publishes {prefixes}; {len(published)} routes of the real server under it, every "
+                f"one 401 without the key; {len(unguarded)} routes outside it, /invocations among them "
+                f"(answered {status} without the key)")

@@ -243,7 +243,8 @@ def test_gateway_routing_values():
 
 def test_alb_routing_values():
     p = _scenario_plan("qwen2.5-7b-g6-xlarge")
-    opts = ValuesOptions(routing="alb", alb_certificate_arn=CERT, alb_scheme="internet-facing")
+    opts = ValuesOptions(routing="alb", alb_certificate_arn=CERT, alb_scheme="internet-facing",
+                         api_key_secret="vllm-api-key")
     check_routing(p, opts)
     assert routing_values(p, opts) == {"routing": {"mode": "alb", "alb": {
         "scheme": "internet-facing", "certificateArn": CERT, "idleTimeoutSeconds": 1740}}}
@@ -297,6 +298,13 @@ ROUTING_ERRORS = [
     ("bad api key secret", [*M8, "--api-key-secret", "API key"], ["--api-key-secret"]),
     ("gateway flag without gateway routing", [*M8, "--gateway", "gw"], ["--gateway", "--routing gateway"]),
     ("certificate without alb routing", [*M8, "--alb-certificate-arn", CERT], ["--alb-certificate-arn", "--routing alb"]),
+    ("scheme without alb routing", [*M8, "--alb-scheme", "internet-facing"], ["--alb-scheme", "--routing alb"]),
+    # an internet-facing edge needs authentication: vLLM's API key, or (Ray, which checks none) the ALB's own
+    ("internet-facing without a key", [*M8, "--routing", "alb", "--alb-certificate-arn", CERT, "--alb-scheme",
+                                       "internet-facing"], ["--alb-scheme internet-facing", "--api-key-secret"]),
+    ("internet-facing on ray-serve", [*RAY, "--routing", "alb", "--alb-certificate-arn", CERT, "--alb-scheme",
+                                      "internet-facing"], ["--alb-scheme internet-facing", "--topology ray-serve",
+                                                           "auth-type"]),
 ]
 
 
@@ -313,7 +321,8 @@ def test_routing_flag_errors(cli, tmp_path, args, must_contain):
 
 @pytest.mark.parametrize("args", [
     [*M8, "--routing", "gateway", "--gateway", "inference-gateway/infra"],
-    [*M8, "--routing", "alb", "--alb-certificate-arn", CERT, "--alb-scheme", "internet-facing"],
+    [*M8, "--routing", "alb", "--alb-certificate-arn", CERT, "--alb-scheme", "internet-facing",
+     "--api-key-secret", "vllm-api-key"],
     [*M8, "--api-key-secret", "vllm-api-key"],
     [*RAY, "--routing", "alb", "--alb-certificate-arn", CERT],
 ], ids=["gateway", "alb", "api-key", "ray-alb"])

@@ -120,5 +120,24 @@ ACM certificate (the Ingress listens on HTTPS only).
 {{- if not $r.alb.certificateArn -}}
 {{- print "routing.alb.certificateArn: required when routing.mode is alb (an ACM certificate ARN: the ALB listens on HTTPS 443 only)\n" -}}
 {{- end -}}
+{{- $edgeAuth := hasKey $r.alb.annotations "alb.ingress.kubernetes.io/auth-type" -}}
+{{- $keyed := and .Values.apiKey.existingSecret (not (include "vllm-inference.onRay" .)) -}}
+{{- if and (eq (toString $r.alb.scheme) "internet-facing") (not $keyed) (not $edgeAuth) -}}
+{{- if include "vllm-inference.onRay" . -}}
+{{- printf "routing.alb.scheme: internet-facing would publish topology %s's API without authentication (Ray Serve checks no API key): add the ALB's authentication (routing.alb.annotations alb.ingress.kubernetes.io/auth-type cognito or oidc, with its auth-idp-* annotation) or use scheme internal\n" (toString .Values.topology) -}}
+{{- else -}}
+{{- print "routing.alb.scheme: internet-facing would publish the API without authentication: set apiKey.existingSecret (vLLM's API key), or the ALB's authentication (routing.alb.annotations alb.ingress.kubernetes.io/auth-type), or use scheme internal\n" -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The paths the edge (HTTPRoute, Ingress) publishes: the OpenAI API under /v1, which is what
+     vLLM's API key guards (vLLM 0.32 entrypoints/serve/middleware/authenticate.py GUARDED_PREFIX
+     /v1 /v2 /inference /cohere). Its other routes stay inside the cluster: POST /invocations
+     (SageMaker's, the same inference without the key), /tokenize, /metrics, /load,
+     /server_info, /scale_elastic_ep. Ray Serve's OpenAI app serves under /v1 too. Health checks
+     reach the targets directly (the ALB's health check, the kubelet's probes), not through it. */}}
+{{- define "vllm-inference.edgePathPrefix" -}}
+/v1
 {{- end -}}

@@ -39,6 +39,8 @@ def check_routing(plan: Plan, options: ValuesOptions) -> None:
         raise InvalidOptionError(f"--gateway is only read with --routing gateway (got --routing {mode})")
     if mode != "alb" and options.alb_certificate_arn:
         raise InvalidOptionError(f"--alb-certificate-arn is only read with --routing alb (got --routing {mode})")
+    if mode != "alb" and options.alb_scheme != "internal":
+        raise InvalidOptionError(f"--alb-scheme is only read with --routing alb (got --routing {mode})")
     if options.api_key_secret and topology in ON_RAY:
         raise InvalidOptionError(
             f"--api-key-secret does not apply to --topology {topology}: Ray Serve's OpenAI app does not check "
@@ -51,6 +53,16 @@ def check_routing(plan: Plan, options: ValuesOptions) -> None:
         if not options.gateway_name:
             raise InvalidOptionError("--routing gateway needs --gateway NAME[/NAMESPACE]: the Gateway the "
                                      "HTTPRoute attaches to")
+    if mode == "alb" and options.alb_scheme == "internet-facing":
+        if topology in ON_RAY:
+            raise InvalidOptionError(
+                f"--alb-scheme internet-facing would publish --topology {topology}'s API without authentication "
+                "(Ray Serve checks no API key): write the values with --alb-scheme internal, then add the ALB's "
+                "authentication (routing.alb.annotations alb.ingress.kubernetes.io/auth-type) with the scheme")
+        if not options.api_key_secret:
+            raise InvalidOptionError(
+                "--alb-scheme internet-facing needs --api-key-secret SECRET (vLLM's API key): without it the ALB "
+                "would publish the API to anyone")
     if mode == "alb":
         if not options.alb_certificate_arn:
             raise InvalidOptionError("--routing alb needs --alb-certificate-arn "
