@@ -12,14 +12,19 @@ import pytest
 import yaml
 
 from tests.harness import chart_contract, helm
-from tests.harness.args import contains_run, value_of
+from tests.harness.args import (
+    contains_run,
+    follows_parallel_flags,
+    typed_engine_flags,
+    untyped_engine_flags,
+    value_of,
+)
 from tests.harness.paths import CHARTS, VALUES
 from vllm_eks.catalog.instances import instance_catalog
 from vllm_eks.core import contract
 from vllm_eks.core.topology import keda_scales
 from vllm_eks.core.units import parse_quantity
 from vllm_eks.output.scenario_folder import values_document
-from vllm_eks.spec.engine_settings import serve_flags
 from vllm_eks.spec.plan import Plan
 from vllm_eks.values.options import ValuesOptions
 from vllm_eks.values.vllm_inference.chart import NCCL_SOCKET_IFNAME, VLLM_IMAGE_TAG, build_values
@@ -90,7 +95,8 @@ def assert_multinode_matches_plan(objects: list[dict[str, Any]], plan: Plan,
         assert value_of(args, "--tensor-parallel-size") == str(plan.layout.tensor_parallel_size)
         assert value_of(args, "--pipeline-parallel-size") == str(plan.layout.pipeline_parallel_size)
         assert "--distributed-executor-backend" not in args
-        assert contains_run(args, serve_flags(plan.engine.settings))
+        assert follows_parallel_flags(args, typed_engine_flags(plan.engine.settings)), args
+        assert contains_run(args, untyped_engine_flags(plan.engine.settings))
         assert value_of(args, "--nnodes") == "$(LWS_GROUP_SIZE)"
         assert value_of(args, "--master-addr") == "$(LWS_LEADER_ADDRESS)"
         assert value_of(args, "--master-port") == "29501"

@@ -13,13 +13,12 @@ import pytest
 import yaml
 
 from tests.harness import chart_contract, helm
-from tests.harness.args import contains_run
+from tests.harness.args import contains_run, follows_parallel_flags, pairs, typed_engine_flags, untyped_engine_flags
 from tests.harness.paths import CHARTS, VALUES
 from vllm_eks.core import contract
 from vllm_eks.core.topology import keda_scales
 from vllm_eks.core.units import parse_quantity
 from vllm_eks.output.scenario_folder import values_document
-from vllm_eks.spec.engine_settings import serve_flags
 from vllm_eks.spec.plan import Plan
 from vllm_eks.values.options import ValuesOptions
 from vllm_eks.values.vllm_inference.chart import build_values
@@ -54,10 +53,13 @@ def assert_matches_plan(objects: list[dict[str, Any]], plan: Plan) -> None:
     # replicas are the ScaledObject's minimum (charts/observability)
     assert deployment["spec"].get("replicas") == (None if keda_scales(plan.topology) else plan.layout.replicas)
 
-    # args: the model first, the Plan's engine settings as one unchanged run, and around them
-    # only the arguments the chart renders from its own keys, each with the Plan's value
+    # args: the model first, the typed engine settings right after the parallel flags, the
+    # Plan's other engine settings as one unchanged run, and around them only the arguments the
+    # chart renders from its own keys, each with the Plan's value
     args = c["args"]
-    run = serve_flags(plan.engine.settings)
+    settings = plan.engine.settings
+    assert follows_parallel_flags(args, typed_engine_flags(settings)), args
+    run = untyped_engine_flags(settings)
     assert contains_run(args, run), f"the Plan's engine settings are not rendered intact: {run}"
     start = next(i for i in range(len(args)) if args[i:i + len(run)] == run)
     rest = args[:start] + args[start + len(run):]
@@ -67,7 +69,8 @@ def assert_matches_plan(objects: list[dict[str, Any]], plan: Plan) -> None:
     assert owned == {"--served-model-name": plan.served_model_name, "--port": str(chart_contract.rendered().serving_port),
                      "--tensor-parallel-size": str(plan.layout.tensor_parallel_size),
                      "--pipeline-parallel-size": str(plan.layout.pipeline_parallel_size),
-                     "--shutdown-timeout": str(plan.pod.shutdown_timeout_seconds)}
+                     "--shutdown-timeout": str(plan.pod.shutdown_timeout_seconds),
+                     **pairs(typed_engine_flags(settings))}
 
     # GPUs: one model copy per pod, TP across its GPUs
     assert c["resources"]["limits"][contract.GPU_RESOURCE] == plan.layout.gpus_per_pod
@@ -134,3 +137,21 @@ def test_planned_values_render_the_plan(key: str, planned, helm_version: str) ->
     assert plan.topology == "single-node", f"{key}: expected a single-node plan"
     objects = helm.render(CHART, [values_file], helm=helm_version, namespace="llm")
     assert_matches_plan(objects, plan)
+
+
+def test_a_plan_pinning_the_kv_cache_renders_no_gpu_memory_utilization(tmp_path: Path, helm_version: str) -> None:
+    """--kv-cache-memory: the Plan sizes the KV cache in bytes, the values say
+    gpuMemoryUtilization null and the server gets --kv-cache-memory-bytes alone."""
+    from vllm_eks.planning.planner import make_plan
+    from vllm_eks.spec.request import PlanRequest
+
+    plan = make_plan(PlanRequest(model="qwen2.5-7b-instruct", instance="g6.xlarge", kv_cache_memory_gib=4))
+    assert "gpu_memory_utilization" not in plan.engine.settings
+    values = build_values(plan, ValuesOptions())
+    assert values.engine.gpu_memory_utilization is None
+    path = tmp_path / "kv-pinned.yaml"
+    path.write_text(yaml.safe_dump(values_document(values), sort_keys=False))
+    objects = helm.render(CHART, [path], helm=helm_version, namespace="llm")
+    assert_matches_plan(objects, plan)
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    assert "--gpu-memory-utilization" not in deployment["spec"]["template"]["spec"]["containers"][0]["args"]

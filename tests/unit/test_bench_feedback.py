@@ -31,8 +31,8 @@ def test_values_write_the_measured_settings(cli, tmp_path):
     # the queue alert follows the measured KEDA target
     assert plan["queue_alert_threshold"] == max(2 * m["keda_queue_threshold"], 2)
 
-    engine = (out / "vllm-inference.yaml").read_text()
-    assert "- --max-num-seqs\n    - '8'\n" in engine
+    engine = yaml.safe_load((out / "vllm-inference.yaml").read_text())["engine"]
+    assert engine["maxNumSeqs"] == 8 and "--max-num-seqs" not in engine["args"]
     obs = yaml.safe_load((out / "observability.yaml").read_text())
     assert obs["autoscaling"]["threshold"] == m["keda_queue_threshold"]
     assert obs["rules"]["thresholds"]["queueDepthPerReplica"] == plan["queue_alert_threshold"]

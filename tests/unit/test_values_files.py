@@ -87,8 +87,8 @@ def test_every_sized_number_is_written(written: list[ChartValues]) -> None:
         doc = _load(cv.path)
         if cv.chart == "vllm-inference":
             sized = ["resources.requests.cpu", "resources.requests.memory", "resources.requests.ephemeralStorage",
-                     "resources.limits.memory", "shm.sizeLimit", "drain.terminationGracePeriodSeconds", "gpu.count",
-                     "engine.tensorParallelSize", "efa.devices", "replicas"]
+                     "resources.limits.memory", "shm.sizeLimit", "drain.terminationGracePeriodSeconds",
+                     "engine.tensorParallelSize", "engine.maxModelLen", "engine.maxNumSeqs", "efa.devices", "replicas"]
             if "probes" not in FOREIGN[cv.topology]:  # the server probes exist outside Ray only
                 sized.append("probes.startup.failureThreshold")
             for path in sized:

@@ -16,6 +16,7 @@ from tests.harness.paths import CHARTS, VALUES
 from vllm_eks.core import contract
 from vllm_eks.core.errors import VllmEksError
 from vllm_eks.core.units import GIB, bytes_quantity, cpu_quantity, parse_quantity
+from vllm_eks.output.scenario_folder import values_document, values_file
 from vllm_eks.spec.engine_settings import serve_flags
 from vllm_eks.spec.plan import FLAT_SECTIONS, Plan, section_type
 from vllm_eks.values.options import ValuesOptions
@@ -29,14 +30,15 @@ from vllm_eks.values.schema import (
     values_reference_markdown,
     values_schema,
 )
-from vllm_eks.values.vllm_inference.chart import VllmInferenceValues, build_values
+from vllm_eks.values.vllm_inference.chart import TYPED_ENGINE_SETTINGS, VllmInferenceValues, build_values
 
 CHART = CHARTS / "vllm-inference"
 TITLE = "vllm-inference values"
 
 
 
-SETTINGS = {"max_model_len": 131072, "gpu_memory_utilization": 0.9, "enable_prefix_caching": True}
+SETTINGS = {"dtype": "bfloat16", "max_model_len": 131072, "gpu_memory_utilization": 0.9, "max_num_seqs": 256,
+            "enable_prefix_caching": True}
 
 
 def make_plan(**overrides) -> Plan:
@@ -89,7 +91,7 @@ def test_builder_takes_every_number_from_the_plan() -> None:
     v = build_values(plan, ValuesOptions())
     assert v.topology == "single-node"
     assert v.replicas == 3
-    assert v.gpu.count == 8 == v.engine.tensor_parallel_size
+    assert v.engine.tensor_parallel_size == 8 == plan.layout.gpus_per_pod
     assert v.model.name == plan.model_source and v.model.served_model_name == "llama-70b"
     assert v.shm.size_limit == "64Gi"
     assert v.resources.requests.cpu == "91500m"
@@ -108,8 +110,24 @@ def test_builder_takes_every_number_from_the_plan() -> None:
 
 def test_builder_renders_the_engine_settings_in_order() -> None:
     v = build_values(make_plan(), ValuesOptions())
-    assert v.engine.args == ["--max-model-len", "131072", "--gpu-memory-utilization", "0.9",
-                             "--enable-prefix-caching"]
+    assert v.engine.args == ["--dtype", "bfloat16", "--enable-prefix-caching"]
+
+
+def test_builder_writes_the_typed_engine_settings() -> None:
+    """max_model_len, max_num_seqs and gpu_memory_utilization go to their engine.* keys and
+    nowhere else; a Plan sizing the KV cache by bytes writes gpuMemoryUtilization: null."""
+    v = build_values(make_plan(), ValuesOptions())
+    assert (v.engine.max_model_len, v.engine.max_num_seqs, v.engine.gpu_memory_utilization) == (131072, 256, 0.9)
+    pinned = {k: x for k, x in SETTINGS.items() if k != "gpu_memory_utilization"} | {"kv_cache_memory_bytes": 8 * GIB}
+    v = build_values(make_plan(settings=pinned, kv_cache_memory_bytes=8 * GIB), ValuesOptions())
+    assert v.engine.gpu_memory_utilization is None
+    assert "--kv-cache-memory-bytes" in v.engine.args
+    assert values_document(v)["engine"]["gpuMemoryUtilization"] is None
+    written = yaml.safe_load(values_file("vllm-inference", v, "single-node"))
+    assert "gpuMemoryUtilization" in written["engine"] and written["engine"]["gpuMemoryUtilization"] is None
+    jsonschema.Draft7Validator(json.loads((CHART / "values.schema.json").read_text())).validate(values_document(v))
+    with pytest.raises(VllmEksError, match="max_num_seqs"):
+        build_values(make_plan(settings={"max_model_len": 4096}), ValuesOptions())
 
 
 def test_serve_flags_forms() -> None:
@@ -120,10 +138,11 @@ def test_serve_flags_forms() -> None:
 
 
 def test_builder_s3_source() -> None:
-    plan = make_plan(model_source="s3://bucket/llama-70b/", model_source_kind="s3", settings={"max_model_len": 8192})
+    plan = make_plan(model_source="s3://bucket/llama-70b/", model_source_kind="s3",
+                     settings={"max_model_len": 8192, "max_num_seqs": 16, "enforce_eager": True})
     v = build_values(plan, ValuesOptions(iam_role_arn="arn:aws:iam::111122223333:role/reader"))
     assert v.model.source == "s3" and v.model.name == "s3://bucket/llama-70b/"
-    assert v.engine.args == ["--max-model-len", "8192"]
+    assert v.engine.args == ["--enforce-eager"] and (v.engine.max_model_len, v.engine.max_num_seqs) == (8192, 16)
     assert v.model.huggingface.token_secret.name == ""
     assert v.service_account.annotations == {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/reader"}
 
@@ -142,7 +161,7 @@ def test_builder_refuses_a_plan_whose_kind_and_source_disagree(fields, message) 
 
 
 def test_builder_pvc_source() -> None:
-    plan = make_plan(model_source="/models/llama-70b", model_source_kind="pvc", settings={})
+    plan = make_plan(model_source="/models/llama-70b", model_source_kind="pvc")
     v = build_values(plan, ValuesOptions(pvc_name="fsx"))
     assert v.model.source == "pvc" and v.model.pvc.claim_name == "fsx" and v.model.pvc.mount_path == "/models"
     with pytest.raises(VllmEksError, match="--pvc-name"):
@@ -179,8 +198,13 @@ def test_builder_with_the_real_planner() -> None:
 
     plan = plan_for(PlanRequest(model="qwen2.5-7b-instruct", instance="g6.xlarge"))
     v = build_values(plan, ValuesOptions())
-    assert v.gpu.count == plan.layout.gpus_per_pod == v.engine.tensor_parallel_size
-    assert v.engine.args == serve_flags(plan.engine.settings)
+    assert plan.layout.gpus_per_pod == v.engine.tensor_parallel_size
+    settings = plan.engine.settings
+    # the typed settings in their own keys, the others as engine.args in the Plan's order
+    assert (v.engine.max_model_len, v.engine.max_num_seqs, v.engine.gpu_memory_utilization) == (
+        settings["max_model_len"], settings["max_num_seqs"], settings["gpu_memory_utilization"])
+    assert v.engine.args == serve_flags({k: x for k, x in settings.items() if k not in TYPED_ENGINE_SETTINGS})
+    assert not {"--max-model-len", "--max-num-seqs", "--gpu-memory-utilization"} & set(v.engine.args)
     assert plan.engine.settings["max_model_len"] == plan.memory.max_model_len
     assert plan.engine.settings["max_num_seqs"] == plan.engine.max_num_seqs
 
@@ -325,7 +349,8 @@ def test_readme_values_reference_is_generated() -> None:
     table = values_reference_markdown(values_schema(VllmInferenceValues, TITLE), defaults)
     assert readme == replace_reference(readme, table), "chart README values reference is out of date: run `make docs`"
     assert DOCS_START in readme and DOCS_END in readme
-    for key in ("`model.name`", "`engine.args`", "`gpu.count`", "`extraEnv[].valueFrom`"):
+    for key in ("`model.name`", "`engine.args`", "`engine.maxModelLen`", "`engine.gpuMemoryUtilization`",
+                "`disaggregated.decode.maxNumSeqs`", "`extraEnv[].valueFrom`"):
         assert key in table
 
 

@@ -16,6 +16,13 @@ them, and Ray Serve engineKwargs must not carry their keyword form.
 -tp: engine.tensorParallelSize
 --pipeline-parallel-size: engine.pipelineParallelSize
 -pp: engine.pipelineParallelSize
+--max-model-len: engine.maxModelLen
+{{- if eq (toString .Values.topology) "disaggregated" }}
+--max-num-seqs: disaggregated.prefill.maxNumSeqs / disaggregated.decode.maxNumSeqs (else engine.maxNumSeqs)
+{{- else }}
+--max-num-seqs: engine.maxNumSeqs
+{{- end }}
+--gpu-memory-utilization: engine.gpuMemoryUtilization (null when the KV cache is sized by --kv-cache-memory-bytes)
 --shutdown-timeout: drain.shutdownTimeoutSeconds
 --hf-token: model.huggingface.tokenSecret
 {{- if .Values.apiKey.existingSecret }}

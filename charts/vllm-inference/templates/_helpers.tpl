@@ -127,8 +127,9 @@ claim <fullname>-model, bound to its static PersistentVolume.
 {{- end }}
 
 {{/*
-Arguments after the container command: the model, then the arguments the chart owns, then the
-Plan's engine arguments, then the user's extra ones. multi-node: the LeaderWorkerSet template
+Arguments after the container command: the model, then the arguments the chart owns (the
+parallel sizes followed by the typed engine settings), then the Plan's other engine arguments,
+then the user's extra ones. multi-node: the LeaderWorkerSet template
 appends vLLM's multi-node launcher flags per role (vllm-inference.launcherArgs).
 */}}
 {{- define "vllm-inference.args" -}}
@@ -141,6 +142,14 @@ appends vLLM's multi-node launcher flags per role (vllm-inference.launcherArgs).
 - {{ .Values.engine.tensorParallelSize | int | quote }}
 - --pipeline-parallel-size
 - {{ .Values.engine.pipelineParallelSize | int | quote }}
+- --max-model-len
+- {{ .Values.engine.maxModelLen | int | quote }}
+- --max-num-seqs
+- {{ .Values.engine.maxNumSeqs | int | quote }}
+{{- if not (kindIs "invalid" .Values.engine.gpuMemoryUtilization) }}
+- --gpu-memory-utilization
+- {{ .Values.engine.gpuMemoryUtilization | quote }}
+{{- end }}
 - --shutdown-timeout
 - {{ .Values.drain.shutdownTimeoutSeconds | int | quote }}
 {{- if eq .Values.model.source "s3" }}

@@ -261,7 +261,7 @@ requests:
   hugepages-2Mi: {{ . | quote }}
   {{- end }}
 limits:
-  nvidia.com/gpu: {{ $v.gpu.count | int }}
+  nvidia.com/gpu: {{ $v.engine.tensorParallelSize | int }}
   {{- if gt (int $v.efa.devices) 0 }}
   vpc.amazonaws.com/efa: {{ $v.efa.devices | int }}
   {{- end }}

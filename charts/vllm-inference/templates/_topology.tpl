@@ -3,14 +3,6 @@ The shape of a model copy: tensor parallel inside a pod, pipeline stages across 
 LeaderWorkerSet group.
 */}}
 
-{{/* Every topology runs one tensor-parallel group per pod (TP never crosses pods). */}}
-{{- define "vllm-inference.validateValues.gpusPerTensorParallelGroup" -}}
-{{- $v := .Values -}}
-{{- if ne (int $v.gpu.count) (int $v.engine.tensorParallelSize) -}}
-{{- printf "gpu.count (%d) must equal engine.tensorParallelSize (%d) for topology %s\n" (int $v.gpu.count) (int $v.engine.tensorParallelSize) (toString $v.topology) -}}
-{{- end -}}
-{{- end -}}
-
 {{/* multi-node runs one pipeline stage per pod (group size x GPUs per pod = TP x PP); the
      other topologies run pipeline parallel size 1. */}}
 {{- define "vllm-inference.validateValues.pipelineParallel" -}}

@@ -9,7 +9,6 @@ schema validation (helm --skip-schema-validation).
 */}}
 {{- define "vllm-inference.validate" -}}
 {{- $out := "" -}}
-{{- $out = print $out (include "vllm-inference.validateValues.gpusPerTensorParallelGroup" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.pipelineParallel" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.groupRollout" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.efaZone" .) -}}

@@ -28,9 +28,32 @@ COMMENT_WIDTH = 100
 _BINARY_QUANTITY = re.compile(r"^[0-9]+(Ki|Mi|Gi|Ti|Pi|Ei)$")
 
 
+def overrides_with_null(field: Any, value: Any) -> bool:
+    """A None that replaces a default which is not None (engine.gpuMemoryUtilization: null turns
+    the chart's flag off): written as null, where an unset None is left out."""
+    return value is None and not field.is_required() and field.get_default(call_default_factory=True) is not None
+
+
+def model_values(model: BaseModel) -> dict[str, Any]:
+    """The model as helm reads it: camelCase aliases, nothing unset, and a None that overrides a
+    default written as null."""
+    doc = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    _restore_nulls(model, doc)
+    return doc
+
+
+def _restore_nulls(model: BaseModel, doc: dict[str, Any]) -> None:
+    for name, field in type(model).model_fields.items():
+        value, key = getattr(model, name), field.alias or name
+        if overrides_with_null(field, value):
+            doc[key] = None
+        elif isinstance(value, BaseModel) and isinstance(doc.get(key), dict):
+            _restore_nulls(value, doc[key])
+
+
 def _dump(value: Any) -> Any:
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return model_values(value)
     if isinstance(value, list):
         return [_dump(item) for item in value]
     if isinstance(value, dict):
@@ -46,9 +69,12 @@ def _keys(model: BaseModel, default: BaseModel | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, field in type(model).model_fields.items():
         value = getattr(model, name)
+        key = field.alias or name
+        if overrides_with_null(field, value):
+            out[key] = None
+            continue
         if value is None:
             continue
-        key = field.alias or name
         base = getattr(default, name, None) if default is not None else None
         is_set = field.is_required() or name in model.model_fields_set and not (
             default is not None and name in default.model_fields_set and _dump(value) == _dump(base))

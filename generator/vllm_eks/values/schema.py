@@ -8,7 +8,8 @@ descriptions kept, pydantic's generated titles dropped (they only repeat the key
 
 Fields that are optional in Python (default None) are written as "may be omitted", not "may be
 null": values files leave them out, and a null in a values file means "delete the default" to
-Helm rather than a value. Every other key of the chart's own values (outside list items, which
+Helm rather than a value; an optional field whose default is not None (null turns the default
+off) may be omitted or null. Every other key of the chart's own values (outside list items, which
 users write partially) is required, so a user's `model: null`, which deletes the default, is
 reported as the missing key it is instead of failing later inside a template."""
 
@@ -83,6 +84,11 @@ def _tidy(node: Any, in_properties: bool = False, in_items: bool = False) -> Any
             tidied_branch = True
         else:
             out["anyOf"] = rest
+        out[_OMITTABLE] = True
+    elif isinstance(any_of, list) and {"type": "null"} in any_of:
+        # X | None with a default that is not None: null turns the default off, and Helm
+        # deletes a key set to null, so the key may be omitted (the null branch stays, for
+        # values files validated on their own).
         out[_OMITTABLE] = True
     if "properties" in out and not tidied_branch:
         out.setdefault("type", "object")

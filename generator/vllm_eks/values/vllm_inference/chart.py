@@ -7,6 +7,7 @@ drain timings, replicas) comes from the Plan through `build_values`; the chart o
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
@@ -81,6 +82,13 @@ NCCL_SOCKET_IFNAME = "^lo,docker,veth,eni,pod-id-link0"
 # reach EFA (a TCP fallback lands at a few percent of it).
 ALLREDUCE_MIN_FRACTION = 0.25
 
+# engine.* defaults: the default model's context length (Qwen2.5-0.5B-Instruct, 32768 tokens),
+# vLLM 0.32's max_num_seqs for the API server (EngineArgs.get_batch_defaults: 256 on GPUs other
+# than H100/H200/MI300-class) and its gpu_memory_utilization (CacheConfig: 0.9).
+DEFAULT_MAX_MODEL_LEN = 32768
+DEFAULT_MAX_NUM_SEQS = 256
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+
 # Probe cadence after start-up: short, the startup probe carries the long model-load budget.
 STARTUP_PERIOD_SECONDS = 10
 READINESS = (5, 3, 3)  # periodSeconds, failureThreshold, timeoutSeconds
@@ -134,19 +142,34 @@ class Engine(ValuesModel):
             "Container command. The upstream image's ENTRYPOINT is `vllm serve` in recent releases "
             "(older ones used the api_server module); setting it keeps the chart independent of that"))
     tensor_parallel_size: Int32 = Field(1, ge=1, description=(
-        "--tensor-parallel-size. single-node: must equal gpu.count (one model copy per pod)"))
+        "--tensor-parallel-size: one tensor-parallel group per pod, so it is also the pod's "
+        "nvidia.com/gpu limit (and a Ray worker's num-gpus)"))
     pipeline_parallel_size: Int32 = Field(1, ge=1, description=(
         "--pipeline-parallel-size. multi-node: one stage per pod, so it equals multiNode.groupSize; "
         "other topologies: 1"))
+    max_model_len: Int32 = Field(DEFAULT_MAX_MODEL_LEN, ge=1, description=(
+        "--max-model-len (Ray: engine_kwargs max_model_len): the longest prompt plus output, in tokens. "
+        "The default is the context length of the default model; the generator writes the Plan's"))
+    max_num_seqs: Int32 = Field(DEFAULT_MAX_NUM_SEQS, ge=1, description=(
+        "--max-num-seqs (Ray: engine_kwargs max_num_seqs): sequences the engine runs at once. "
+        "disaggregated: the pools' disaggregated.<pool>.maxNumSeqs, when set, replace it. The "
+        "default is vLLM's for the API server on most GPUs; the generator writes the Plan's"))
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = Field(
+        DEFAULT_GPU_MEMORY_UTILIZATION, description=(
+            "--gpu-memory-utilization (Ray: engine_kwargs gpu_memory_utilization): the share of each "
+            "GPU's memory vLLM may use, in (0, 1]. null: not rendered, for a Plan that sizes the KV "
+            "cache by --kv-cache-memory-bytes in engine.args instead"))
     args: list[str] = Field(default_factory=list, description=(
-        "vLLM engine settings as `vllm serve` flags (the generator renders its Plan's settings). "
-        "The chart adds the model, served name, port, tensor and pipeline parallel sizes, shutdown "
-        "timeout and (model.source s3) load format from their own keys; they must not appear here"))
+        "Further vLLM engine settings as `vllm serve` flags (the generator renders its Plan's other "
+        "settings). The chart adds the model, served name, port, tensor and pipeline parallel sizes, "
+        "max model length, max sequences, GPU memory utilization, shutdown timeout and (model.source s3) "
+        "load format from their own keys; they must not appear here"))
     extra_args: list[str] = Field(default_factory=list, description="Additional engine arguments, appended last")
 
 
-class Gpu(ValuesModel):
-    count: Int32 = Field(1, ge=1, description="nvidia.com/gpu limit per pod")
+# The EngineArgs fields with a typed engine.* key of their own (rendered by the chart; kept out of
+# engine.args and engineKwargs).
+TYPED_ENGINE_SETTINGS = ("max_model_len", "max_num_seqs", "gpu_memory_utilization")
 
 
 class Resources(ValuesModel):
@@ -530,8 +553,9 @@ class RayWorkers(ValuesModel):
 
 class RayServe(ValuesModel):
     engine_kwargs: dict[str, Any] = Field(default_factory=dict, description=(
-        "vLLM engine keyword arguments of the Ray Serve LLM app (the Plan's engine args as "
-        "snake_case keys); tensor/pipeline parallel sizes come from engine.*"))
+        "Further vLLM engine keyword arguments of the Ray Serve LLM app (the Plan's other engine "
+        "settings as snake_case keys); tensor/pipeline parallel sizes, max_model_len, max_num_seqs "
+        "and gpu_memory_utilization come from engine.*"))
     autoscaling: ServeAutoscaling = Field(default_factory=ServeAutoscaling,
                                           description="Ray Serve autoscaling of model copies (autoscaling_config)")
     workers: RayWorkers = Field(default_factory=RayWorkers, description=(
@@ -550,8 +574,12 @@ class RayServe(ValuesModel):
 
 class DisaggregatedPhase(ValuesModel):
     replicas: Int32 = Field(1, ge=1, description="Model copies of this pool (one worker pod each)")
+    max_num_seqs: Int32 | None = Field(None, ge=1, description=(
+        "engine_kwargs max_num_seqs of this pool (prefill and decode batch differently; the generator "
+        "writes each pool's from the Plan); unset: engine.maxNumSeqs"))
     engine_kwargs: dict[str, Any] = Field(default_factory=dict, description=(
-        "vLLM engine keyword arguments of this pool, including kv_transfer_config"))
+        "Further vLLM engine keyword arguments of this pool, including kv_transfer_config; "
+        "max_model_len and gpu_memory_utilization come from engine.*, max_num_seqs from maxNumSeqs"))
 
 
 class Disaggregated(ValuesModel):
@@ -597,7 +625,6 @@ class VllmInferenceValues(ValuesModel):
         "imagePullSecrets (list of {name})"))
     model: Model = Field(default_factory=Model, description="What to serve and where it comes from")
     engine: Engine = Field(default_factory=Engine, description="How vLLM is started")
-    gpu: Gpu = Field(default_factory=Gpu, description="GPUs per pod")
     resources: Resources = Field(default_factory=Resources,
                                  description="CPU, memory and ephemeral-storage of the vLLM container")
     efa: Efa = Field(default_factory=Efa, description="Elastic Fabric Adapter interfaces of the GPU pods")
@@ -714,10 +741,7 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
         # KEDA scales these topologies (charts/observability), from the Plan's autoscaling bounds
         replicas_managed_externally=keda_scales(plan.topology),
         model=model_values(plan, options),
-        engine=Engine(tensor_parallel_size=plan.layout.tensor_parallel_size,
-                      pipeline_parallel_size=plan.layout.pipeline_parallel_size,
-                      args=serve_flags(plan.engine.settings)),
-        gpu=Gpu(count=plan.layout.gpus_per_pod),
+        engine=_engine(plan),
         efa=Efa(devices=plan.pod.efa_devices_per_pod),
         resources=Resources(
             requests=ResourceList(cpu=cpu_quantity(plan.pod.cpu_request_millicores), memory=memory,
@@ -742,6 +766,27 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
     _add_topology_values(values, plan)
     _add_routing_values(values, plan, options)
     return values
+
+
+def _engine(plan: Plan) -> Engine:
+    """engine.*: the parallel sizes and the typed settings from the Plan, its other settings as
+    engine.args. The chart derives the pod's GPU limit from tensorParallelSize (a Plan's pod
+    holds one tensor-parallel group: LayoutPlan.gpus_per_pod)."""
+    layout = plan.layout
+    settings = plan.engine.settings
+    missing = [k for k in ("max_model_len", "max_num_seqs") if k not in settings]
+    if missing:
+        raise VllmEksError(f"plan.engine.settings: {', '.join(missing)} missing (the planner always sizes them)")
+    return Engine(tensor_parallel_size=layout.tensor_parallel_size,
+                  pipeline_parallel_size=layout.pipeline_parallel_size,
+                  max_model_len=settings["max_model_len"], max_num_seqs=settings["max_num_seqs"],
+                  gpu_memory_utilization=settings.get("gpu_memory_utilization"),
+                  args=serve_flags(untyped_settings(settings)))
+
+
+def untyped_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The engine settings without those that have a typed engine.* key."""
+    return {k: v for k, v in settings.items() if k not in TYPED_ENGINE_SETTINGS}
 
 
 def _cache(plan: Plan, options: ValuesOptions) -> Cache:
@@ -793,7 +838,7 @@ def _add_topology_values(values: VllmInferenceValues, plan: Plan) -> None:
         auto = plan.serve_autoscaling
         values.engine.args = []
         values.ray_serve = RayServe(
-            engine_kwargs=dict(plan.engine.settings),
+            engine_kwargs=untyped_settings(plan.engine.settings),
             autoscaling=ServeAutoscaling(min_replicas=auto.min_replicas, max_replicas=auto.max_replicas,
                                          target_ongoing_requests=auto.target_ongoing_requests),
             workers=RayWorkers(replicas=auto.min_worker_pods, min_replicas=auto.min_worker_pods,
@@ -802,8 +847,15 @@ def _add_topology_values(values: VllmInferenceValues, plan: Plan) -> None:
         if plan.prefill is None or plan.decode is None:
             raise VllmEksError("plan.prefill / plan.decode: a disaggregated plan needs both pools")
         values.engine.args = []
-        pools = {phase.role: DisaggregatedPhase(replicas=phase.replicas, engine_kwargs=dict(phase.settings))
-                 for phase in (plan.prefill, plan.decode)}
+        pools = {}
+        for phase in (plan.prefill, plan.decode):
+            shared = {k: phase.settings.get(k) for k in ("max_model_len", "gpu_memory_utilization")}
+            if shared != {k: plan.engine.settings.get(k) for k in shared}:
+                raise VllmEksError(f"plan.{phase.role}.settings: {', '.join(shared)} are the engine's "
+                                   "(engine.maxModelLen, engine.gpuMemoryUtilization), shared by both pools")
+            pools[phase.role] = DisaggregatedPhase(replicas=phase.replicas,
+                                                   max_num_seqs=phase.settings["max_num_seqs"],
+                                                   engine_kwargs=untyped_settings(phase.settings))
         values.disaggregated = Disaggregated(**pools)
         # NIXL's LIBFABRIC backend over EFA needs libfabric with the efa provider in the image:
         # the AWS Ray LLM DLC ships it, rayproject/ray-llm does not.
