@@ -266,15 +266,26 @@ def check_fit_command(scenario_dir: Path, helm: str | None, quotas: tuple[str, .
     quota figures of its plan.json and check them against --quota."""
     from vllm_eks.catalog.ec2 import hardware_from_record
     from vllm_eks.check.scheduling import check_fit, format_mismatches
+    from vllm_eks.core.json_input import JsonInputError, read_json
+    from vllm_eks.output.scenario_folder import INCOMPLETE_MARK, incomplete
     from vllm_eks.planning.quota import summary as quota_summary
     from vllm_eks.spec.plan import Plan
 
     limits = parse_quotas(quotas)
+    if incomplete(scenario_dir):
+        _fail(f"{scenario_dir}: a `vllm-eks values` run into it stopped before all its files were in place "
+              f"({INCOMPLETE_MARK} is there), so the files may mix two runs: run `vllm-eks values` again")
     plan_file = scenario_dir / "plan.json"
     quota, outside = None, None
     if plan_file.is_file():
         try:
-            saved = Plan.from_summary(json.loads(plan_file.read_text()))
+            doc = read_json(plan_file)
+        except OSError as e:
+            _fail(f"{plan_file}: cannot read: {e.strerror or e}")
+        except JsonInputError as e:
+            _fail(f"{plan_file}: {e}")
+        try:
+            saved = Plan.from_summary(doc)
             quota = saved.quota
             # a node outside the catalog: the figures the plan sized it by
             outside = hardware_from_record(saved.hardware) if saved.hardware else None
