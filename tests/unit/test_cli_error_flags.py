@@ -110,3 +110,13 @@ def test_a_validation_error_of_a_flag_still_names_the_flag():
     message = _validation_message(_validation_error(Replicas, usd_per_hour=1, capacity_type="spot", source="x",
                                                     replicas="x"), main.commands["bench"])
     assert message.startswith("--replicas:"), message
+
+
+def test_a_values_model_refusing_a_built_value_names_its_field(cli, tmp_path):
+    # --model-source "/models/a b": the staging Job's claim path is checked by its values model
+    from tests.unit.cli_result import one_line_error
+
+    err = one_line_error(cli("values", "--model", "llama-3.1-8b-instruct", "--instance", "g6e.xlarge", "--stage",
+                             "pvc", "--model-source", "/models/a b", "--out", str(tmp_path / "s")),
+                         "field 'path'", "'a b'")
+    assert all(f in cli_flags() for f in FLAG.findall(err)), err
