@@ -91,7 +91,7 @@ CONFIG_CASES = [
     ("no_hidden", "hidden_size"), ("no_layers", "num_hidden_layers"), ("no_vocab", "vocab_size"),
     ("zero_heads", "num_attention_heads"), ("string_layers", "num_hidden_layers"),
     ("kv_not_dividing", "num_key_value_heads"), ("bad_dtype", "torch_dtype"), ("bad_quant", "quant_method"),
-    ("bad_layer_types", "layer_types"), ("not_json", "not valid JSON"), ("list", "JSON object"),
+    ("bad_layer_types", "layer_types"), ("not_json", "not JSON"), ("list", "JSON object"),
     ("empty_dir", "no config.json"),
 ]
 

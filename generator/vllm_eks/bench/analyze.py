@@ -3,7 +3,6 @@ recommendations, as one model (`--json` prints it) and as rich tables."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from vllm_eks.bench.knee import Knee, KneeCriteria, SloLimit, find_knee, slo_lim
 from vllm_eks.bench.results import BenchResult, load_sweep, sweep_notes
 from vllm_eks.bench.sweep_settings import Recommendation, recommend
 from vllm_eks.core.errors import InvalidOptionError
+from vllm_eks.core.json_input import JsonInputError, read_json
 from vllm_eks.spec.plan import Plan
 
 
@@ -51,11 +51,11 @@ class Analysis(BaseModel):
 def load_plan(path: str) -> Plan:
     """A scenario's plan.json (`vllm-eks plan --json`); errors name the file and the key."""
     try:
-        data = json.loads(Path(path).read_text())
+        data = read_json(Path(path))
     except OSError as e:
         raise InvalidOptionError(f"--plan {path}: cannot read: {e.strerror or e}") from None
-    except json.JSONDecodeError as e:
-        raise InvalidOptionError(f"--plan {path}: not JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+    except JsonInputError as e:
+        raise InvalidOptionError(f"--plan {path}: {e}") from None
     if not isinstance(data, dict):
         raise InvalidOptionError(f"--plan {path}: expected the JSON object `vllm-eks plan --json` prints")
     try:

@@ -9,6 +9,8 @@ without a routing section gets its decode step from the TPOT SLO the same way.""
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel
 
 from vllm_eks.bench.results import BenchResult
@@ -27,6 +29,7 @@ class Ratio(BaseModel):
 
 def _ratio(name: str, measured: float | None, estimate: float | None, unit: str, compares: str) -> Ratio:
     r = measured / estimate if measured is not None and estimate else None
+    r = r if r is None or math.isfinite(r) else None
     return Ratio(name=name, measured=measured, estimate=estimate, ratio=r, unit=unit, compares=compares)
 
 

@@ -8,6 +8,7 @@ a sweep measures the endpoint, not one GPU."""
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -24,7 +25,8 @@ def cost_per_million_tokens(usd_per_hour: float, tokens_per_second: float) -> fl
         raise InvalidOptionError(f"--price-per-hour must be >= 0, got {usd_per_hour}")
     if tokens_per_second <= 0:
         return None
-    return usd_per_hour / (tokens_per_second * 3600) * 1_000_000
+    cost = usd_per_hour / (tokens_per_second * 3600) * 1_000_000
+    return cost if math.isfinite(cost) else None  # a rate so small no float holds its cost
 
 
 class Price(BaseModel):

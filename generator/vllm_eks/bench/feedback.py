@@ -13,6 +13,10 @@ its replicas, SLOs and price), and the Plan is made again with the sweep's recom
   max_num_seqs such requests.
 - the KEDA threshold (vllm:num_requests_waiting per replica) = the recommendation.
 
+A sweep whose chosen level produced no output tokens, or lost more than MAX_FAILED_FRACTION of its
+requests, is refused (naming the file): it measured failures, and the knee of failures is no
+setting for a serving endpoint.
+
 The sweep must be of the model the Plan serves: every result's model_id (what `vllm bench serve
 --model` named) must be the Plan's served_model_name or its model_source (the Hugging Face repo id
 `vllm bench serve` also accepts with its own --served-model-name); anything else is an error, since
@@ -35,6 +39,8 @@ FLAG = "--from-benchmark"
 # Re-planning with a new max_num_seqs changes the sampler's memory and so the KV cache; the clamp
 # settles in one or two rounds (a smaller max_num_seqs only frees memory).
 MAX_ROUNDS = 4
+# Most failed requests a level may have to set max_num_seqs: past it the level measures failures.
+MAX_FAILED_FRACTION = 0.1
 
 
 def check_model(sweep: list[BenchResult], plan: Plan) -> None:
@@ -47,6 +53,23 @@ def check_model(sweep: list[BenchResult], plan: Plan) -> None:
                 "give the sweep of this deployment's model (vllm bench serve --model <served_model_name>)")
 
 
+def check_usable(at: BenchResult, knee_found: bool) -> None:
+    """The level that would set max_num_seqs must have measured a serving endpoint: output
+    tokens, and most requests answered. Otherwise its "knee" is where the failures are, and
+    max_num_seqs from it (1 for a sweep that produced nothing) would be a wrong number."""
+    point = f"concurrency {at.concurrency} ({'the knee' if knee_found else 'no knee: the highest-throughput level'})"
+    total = at.completed + at.failed
+    if at.output_throughput <= 0:
+        raise BenchmarkResultError(
+            f"{at.source}: no output tokens at {point}: the sweep measured no serving endpoint, so it "
+            "cannot size max-num-seqs; fix the deployment and run `vllm-eks bench run` again, or drop --from-benchmark")
+    if at.failed > MAX_FAILED_FRACTION * total:
+        raise BenchmarkResultError(
+            f"{at.source}: {at.failed} of {total} requests failed at {point} (more than "
+            f"{MAX_FAILED_FRACTION:.0%}): its figures are those of failures, not of serving; fix the failures "
+            "(the level's .log) and run the sweep again, or drop --from-benchmark")
+
+
 def kv_max_num_seqs(plan: Plan, tokens_per_request: float) -> int:
     """Requests of `tokens_per_request` tokens the Plan's KV cache holds at once (whole blocks)."""
     blocks = max(1, math.ceil(tokens_per_request / plan.memory.block_size))
@@ -57,6 +80,7 @@ def _measured(estimate: Plan, sweep: list[BenchResult], paths: list[str], kv_pla
     a = analyze(paths, results=sweep, plan=estimate)
     rec = a.recommendation
     at = next(r for r in sweep if r.concurrency == a.knee.concurrency)
+    check_usable(at, a.knee.found)
     per_request = round(at.mean_input_tokens + at.mean_output_tokens, 1)
     kv_limit = kv_max_num_seqs(kv_plan, per_request)
     batched = kv_plan.engine.max_num_batched_tokens

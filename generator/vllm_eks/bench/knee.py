@@ -74,7 +74,12 @@ def _per_doubling_pct(before: float, after: float, doublings: float) -> float | 
     """None: growth from zero, unbounded."""
     if before <= 0:
         return 0.0 if after <= 0 else None
-    return ((after / before) ** (1 / doublings) - 1) * 100
+    try:
+        pct = ((after / before) ** (1 / doublings) - 1) * 100
+    except OverflowError:
+        return None
+    # from a denormal to a normal figure the ratio leaves float range: unbounded as from zero
+    return pct if math.isfinite(pct) else None
 
 
 def steps(results: list[BenchResult]) -> list[Step]:

@@ -15,13 +15,13 @@ p50 is `median_<m>_ms` (always written); p99 is `p99_<m>_ms` (written by default
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vllm_eks.core.errors import BenchmarkResultError
+from vllm_eks.core.json_input import JsonInputError, read_json
 
 # Keys an analysis cannot do without, and what produces them, for the error message.
 REQUIRED_KEYS: dict[str, str] = {
@@ -43,7 +43,8 @@ REQUIRED_KEYS: dict[str, str] = {
 class BenchResult(BaseModel):
     """The fields of one result file the analysis reads (others are kept in `extra`)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    # allow_inf_nan=False: a result written by hand or by a broken run may hold Infinity
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
 
     source: str = Field(description="The file it was read from")
     max_concurrency: int = Field(gt=0)
@@ -100,13 +101,11 @@ def parse_result(data: Any, source: str) -> BenchResult:
 
 def load_result(path: Path) -> BenchResult:
     try:
-        text = path.read_text()
+        data = read_json(path)
     except OSError as e:
         raise BenchmarkResultError(f"{path}: cannot read: {e.strerror or e}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise BenchmarkResultError(f"{path}: not JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+    except JsonInputError as e:
+        raise BenchmarkResultError(f"{path}: {e}") from None
     return parse_result(data, str(path))
 
 

@@ -42,7 +42,11 @@ def vllm_command(vllm: str | None) -> list[str]:
         if found is None:
             raise InvalidOptionError("no `vllm` executable on PATH: install vLLM there or give --vllm PATH")
         return [found]
-    words = shlex.split(vllm)
+    try:
+        words = shlex.split(vllm)
+    except ValueError as e:  # an unterminated quote or a trailing backslash
+        raise InvalidOptionError(f"--vllm {vllm!r}: cannot split it like a shell ({e}); "
+                                 "close the quote or give the executable's path alone") from None
     if not words:
         raise InvalidOptionError("--vllm is empty: give the vllm executable")
     exe = words[0]

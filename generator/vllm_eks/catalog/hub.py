@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vllm_eks.core.errors import HubModelError
+from vllm_eks.core.json_input import JsonInputError, read_json
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 SINGLE_FILE = "model.safetensors"
@@ -237,7 +238,7 @@ def _fetch_remote(repo: str, revision: str, token: str | None) -> HubModel:
                 f"serve (a GGUF, adapter or dataset repo?); give a repo with one, or --model ./config.json "
                 f"--model-source {repo}")
         config_path = api.hf_hub_download(repo, "config.json", revision=sha, cache_dir=files_dir, token=token)
-        config = json.loads(Path(config_path).read_text())
+        config = read_json(Path(config_path))
         checkpoint = _checkpoint(api, repo, sha, names, files_dir, token)
     except GatedRepoError:
         raise HubModelError(gated) from None
@@ -263,8 +264,8 @@ def _fetch_remote(repo: str, revision: str, token: str | None) -> HubModel:
     except HfHubHTTPError as e:
         raise HubModelError(f"--model {repo}@{revision}: the Hub answered {e.response.status_code} "
                             f"({str(e).splitlines()[0]}); try again or set HF_ENDPOINT") from None
-    except json.JSONDecodeError as e:
-        raise HubModelError(f"--model {repo}@{revision}: its config.json is not valid JSON ({e.msg})") from None
+    except JsonInputError as e:
+        raise HubModelError(f"--model {repo}@{revision}: its config.json: {e}") from None
     return HubModel(repo, revision, sha, config, checkpoint)
 
 

@@ -5,7 +5,6 @@ local files never touch the network."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -15,6 +14,7 @@ import yaml
 
 from vllm_eks.catalog.hub import HubModel, fetch, parse_repo_ref
 from vllm_eks.core.errors import ModelConfigError, UnknownModelError
+from vllm_eks.core.json_input import JsonInputError, read_json
 from vllm_eks.model.architecture import Architecture, parse_config
 
 
@@ -68,13 +68,11 @@ def load_config_file(path: Path) -> dict:
     if not file.is_file():
         raise ModelConfigError(f"--model {path}: no config.json found there")
     try:
-        return json.loads(file.read_text())
-    except json.JSONDecodeError as e:
-        raise ModelConfigError(f"--model {file}: not valid JSON ({e.msg} at line {e.lineno})") from None
-    except RecursionError:
-        raise ModelConfigError(f"--model {file}: JSON nested too deeply to be a config.json") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ModelConfigError(f"--model {file}: cannot read it ({e})") from None
+        return read_json(file)
+    except JsonInputError as e:
+        raise ModelConfigError(f"--model {file}: {e}") from None
+    except OSError as e:
+        raise ModelConfigError(f"--model {file}: cannot read it ({e.strerror or e})") from None
 
 
 def _looks_like_path(name: str) -> bool:

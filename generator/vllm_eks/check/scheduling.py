@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import shutil
 import subprocess
 from collections import defaultdict
@@ -619,15 +620,51 @@ def _helm_binary(helm: str | None) -> str:
     return found
 
 
+def helm_failure_line(output: str) -> str:
+    """The line of helm's (multi-line) error output that says what failed: the first one that
+    starts with "Error:", else the first non-blank one, shortened to one readable line."""
+    lines = [" ".join(line.split()) for line in output.splitlines() if line.strip()]
+    chosen = next((line for line in lines if line.startswith("Error:")), lines[0] if lines else "no output")
+    return chosen if len(chosen) <= 300 else chosen[:300] + "..."
+
+
 def render_chart(chart: Path, values: Path, release: str, namespace: str,
                  helm: str | None = None) -> list[dict[str, Any]]:
+    """The objects `helm template` renders; every way helm (or what --helm names) can fail is a
+    FitError of one line naming the chart, the values file and what went wrong."""
     if not values.is_file():
         raise FitError(f"{values}: missing (a scenario folder written by `vllm-eks values` has one file per chart)")
-    cmd = [_helm_binary(helm), "template", release, str(chart), "--namespace", namespace, "--values", str(values)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    binary = _helm_binary(helm)
+    cmd = [binary, "template", release, str(chart), "--namespace", namespace, "--values", str(values)]
+    what = f"helm template {chart.name} -f {values}"
+    try:
+        proc = subprocess.run(cmd, capture_output=True, timeout=300, check=False)
+    except subprocess.TimeoutExpired:
+        raise FitError(f"{what}: {binary} did not finish within 300 s") from None
+    except OSError as e:
+        raise FitError(f"{what}: cannot run {binary} ({e.strerror or e}); give a helm binary with --helm") from None
+    stdout, stderr = (proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
     if proc.returncode != 0:
-        raise FitError(f"helm template {chart.name} -f {values} failed: {proc.stderr.strip() or proc.stdout.strip()}")
-    return [d for d in yaml.safe_load_all(proc.stdout) if isinstance(d, dict) and d]
+        more = len([x for x in (stderr or stdout).splitlines() if x.strip()]) - 1
+        extra = f" ({more} more line(s): run `{shlex.join(cmd)}` for helm's whole message)" if more > 0 else ""
+        raise FitError(f"{what} failed (exit {proc.returncode}): {helm_failure_line(stderr or stdout)}{extra}")
+    if "\ufffd" in stdout:
+        raise FitError(f"{what}: {binary} printed output that is not UTF-8, not a rendered chart; "
+                       "is --helm (or $VLLM_EKS_HELM) a helm binary?")
+    try:
+        docs = list(yaml.safe_load_all(stdout))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or type(e).__name__
+        raise FitError(f"{what}: {binary} printed output that is not YAML ({problem}{where}); "
+                       "is --helm (or $VLLM_EKS_HELM) a helm binary?") from None
+    objects = [d for d in docs if d is not None and d != {}]
+    odd = next((d for d in objects if not (isinstance(d, dict) and isinstance(d.get("kind"), str))), None)
+    if odd is not None:
+        raise FitError(f"{what}: {binary} printed a document that is no Kubernetes object ({type(odd).__name__}), "
+                       "not a rendered chart; is --helm (or $VLLM_EKS_HELM) a helm binary?")
+    return objects
 
 
 _AUTOSCALED_KINDS = ("Deployment", "LeaderWorkerSet")

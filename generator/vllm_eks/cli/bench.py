@@ -5,11 +5,18 @@ line and exits 1."""
 from __future__ import annotations
 
 import json
+import math
 
 import click
 from rich.console import Console
 
 from vllm_eks.bench.knee import DEFAULT_LATENCY_GROWTH_PCT, DEFAULT_MIN_GAIN_PCT, KneeCriteria
+
+# Upper bounds of analyze's numbers: far above any endpoint's price, any latency limit and any
+# percentage a knee criterion means, and low enough that costs and budgets stay in float range.
+MAX_USD_PER_HOUR = 1e6
+MAX_SLO_SECONDS = 86400.0
+MAX_PCT = 1e6
 
 
 @click.group()
@@ -47,6 +54,13 @@ def analyze_command(results: tuple[str, ...], plan_path: str | None, price_per_h
     from vllm_eks.bench.results import load_sweep
     from vllm_eks.core.errors import InvalidOptionError
 
+    for flag, value, most in (("--price-per-hour", price_per_hour, MAX_USD_PER_HOUR),
+                              ("--slo-ttft-p99", slo_ttft_p99, MAX_SLO_SECONDS),
+                              ("--slo-tpot-p99", slo_tpot_p99, MAX_SLO_SECONDS),
+                              ("--knee-min-gain", knee_min_gain, MAX_PCT),
+                              ("--knee-latency-growth", knee_latency_growth, MAX_PCT)):
+        if value is not None and not (math.isfinite(value) and value <= most):
+            raise InvalidOptionError(f"{flag} {value:g}: give a finite number of at most {most:g}")
     if knee_min_gain < 0 or knee_latency_growth < 0:
         raise InvalidOptionError(f"--knee-min-gain and --knee-latency-growth must be >= 0, got "
                                  f"{knee_min_gain} and {knee_latency_growth}")

@@ -80,15 +80,28 @@ def _fail(message: str) -> None:
 _FIELD_FLAGS = {"gateway_name": "--gateway", "gateway_namespace": "--gateway"}
 
 
-def _flag_of(field: str, command: click.Command | None) -> str:
+def _options(command: click.Command | None) -> list[click.Option]:
+    """The options of `command` and, for a group, of every command under it."""
+    if command is None:
+        return []
+    found = [p for p in command.params if isinstance(p, click.Option)]
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            found += _options(sub)
+    return found
+
+
+def _flag_of(field: str, command: click.Command | None, model: str = "") -> str:
     """The command-line flag that sets a request or options field (`kv_cache_memory_gib` is
-    --kv-cache-memory), so a validation error names what the user typed."""
+    --kv-cache-memory), so a validation error names what the user typed. A field no flag of the
+    command sets (one of a model the command builds from its inputs) is named as that model's
+    field, never as a flag that does not exist."""
     if field in _FIELD_FLAGS:
         return _FIELD_FLAGS[field]
-    for param in command.params if command else ():
-        if param.name == field and isinstance(param, click.Option):
+    for param in _options(command):
+        if param.name == field:
             return max(param.opts, key=len)
-    return "--" + field.replace("_", "-")
+    return f"{model} field '{field}'" if model else f"field '{field}'"
 
 
 def _given(value: object) -> str:
@@ -101,7 +114,7 @@ def _validation_message(e: ValidationError, command: click.Command | None) -> st
     parts = []
     for err in e.errors():
         field, *rest = [str(x) for x in err["loc"]] or ["input"]
-        where = _flag_of(field, command) + "".join(f"[{x}]" if x.isdigit() else f".{x}" for x in rest)
+        where = _flag_of(field, command, e.title) + "".join(f"[{x}]" if x.isdigit() else f".{x}" for x in rest)
         parts.append(f"{where}: {err['msg']}{_given(err.get('input'))}")
     return "; ".join(parts)
 
@@ -253,15 +266,26 @@ def check_fit_command(scenario_dir: Path, helm: str | None, quotas: tuple[str, .
     quota figures of its plan.json and check them against --quota."""
     from vllm_eks.catalog.ec2 import hardware_from_record
     from vllm_eks.check.scheduling import check_fit, format_mismatches
+    from vllm_eks.core.json_input import JsonInputError, read_json
+    from vllm_eks.output.scenario_folder import INCOMPLETE_MARK, incomplete
     from vllm_eks.planning.quota import summary as quota_summary
     from vllm_eks.spec.plan import Plan
 
     limits = parse_quotas(quotas)
+    if incomplete(scenario_dir):
+        _fail(f"{scenario_dir}: a `vllm-eks values` run into it stopped before all its files were in place "
+              f"({INCOMPLETE_MARK} is there), so the files may mix two runs: run `vllm-eks values` again")
     plan_file = scenario_dir / "plan.json"
     quota, outside = None, None
     if plan_file.is_file():
         try:
-            saved = Plan.from_summary(json.loads(plan_file.read_text()))
+            doc = read_json(plan_file)
+        except OSError as e:
+            _fail(f"{plan_file}: cannot read: {e.strerror or e}")
+        except JsonInputError as e:
+            _fail(f"{plan_file}: {e}")
+        try:
+            saved = Plan.from_summary(doc)
             quota = saved.quota
             # a node outside the catalog: the figures the plan sized it by
             outside = hardware_from_record(saved.hardware) if saved.hardware else None

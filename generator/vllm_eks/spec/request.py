@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.json_schema import JsonDict
 
 from vllm_eks.core.errors import InvalidOptionError
 from vllm_eks.spec.model_source import ModelSource, ModelSourceKind
@@ -34,7 +35,7 @@ def _flag(name: str) -> dict:
 # value into the Plan's engine settings under the field's name, which must be vLLM's EngineArgs
 # field (so `vllm serve --<name>` and Ray Serve LLM's engine_kwargs both take it); unset, vLLM's
 # own default applies and nothing is written.
-ENGINE_SETTING = {"engine_setting": True}
+ENGINE_SETTING: JsonDict = {"engine_setting": True}
 
 
 class PlanRequest(BaseModel):
@@ -168,6 +169,15 @@ class PlanRequest(BaseModel):
     def _kv_pin_holds_a_block(cls, v: float | None) -> float | None:
         if v is not None and v < MIN_KV_PIN_GIB:
             raise InvalidOptionError(f"--kv-cache-memory must be at least {MIN_KV_PIN_GIB:g} GiB (1 MiB), got {v:g}")
+        return v
+
+    @field_validator("load_bandwidth_mib_s", "cache_read_mib_s", "stage_bandwidth_mib_s")
+    @classmethod
+    def _rate_is_a_byte_per_second(cls, v: float | None) -> float | None:
+        # the planner works in whole bytes per second: less than one is zero, and a budget divided by it
+        if v is not None and v * 1024**2 < 1:
+            raise ValueError(f"below one byte per second (valid: at least {1 / 1024**2:.3g} MiB/s, "
+                             f"at most {MAX_RATE_MIB_S})")
         return v
 
     @field_validator("block_size")
