@@ -265,6 +265,9 @@ def _fetch_remote(repo: str, revision: str, token: str | None) -> HubModel:
                             f"({str(e).splitlines()[0]}); try again or set HF_ENDPOINT") from None
     except json.JSONDecodeError as e:
         raise HubModelError(f"--model {repo}@{revision}: its config.json is not valid JSON ({e.msg})") from None
+    except ValueError as e:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        raise HubModelError(
+            f"--model {repo}@{revision}: its config.json is not usable ({str(e).split(':')[0]})") from None
     return HubModel(repo, revision, sha, config, checkpoint)
 
 

@@ -73,6 +73,8 @@ def load_config_file(path: Path) -> dict:
         raise ModelConfigError(f"--model {file}: not valid JSON ({e.msg} at line {e.lineno})") from None
     except RecursionError:
         raise ModelConfigError(f"--model {file}: JSON nested too deeply to be a config.json") from None
+    except ValueError as e:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        raise ModelConfigError(f"--model {file}: not a usable config.json ({str(e).split(':')[0]})") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ModelConfigError(f"--model {file}: cannot read it ({e})") from None
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_eks.core.errors import ModelConfigError, UnsupportedArchitectureError
-from vllm_eks.model.hybrid import StateLayers, is_sized, state_layers
+from vllm_eks.model.hybrid import MAX_CONFIG_INT, StateLayers, is_sized, state_layers
 
 # torch dtype names as config.json writes them -> bytes per element
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
@@ -116,11 +116,20 @@ CLASS_DEFAULTS = {
 }
 
 
+# Upper bounds of config integers, checked before anything loops over layers or multiplies
+# shapes: the largest published models have under 200 decoder layers and widths, vocabularies and
+# context lengths far below 2^31 (vLLM and torch index token positions and shapes as int32/int64).
+# A bound names the key, so a typo such as 10^9 layers is one line instead of a hang.
+MAX_LAYERS = 1024
+FIELD_MAX = {"num_hidden_layers": MAX_LAYERS, "depth": MAX_LAYERS, "num_global_layers": MAX_LAYERS,
+             "first_k_dense_replace": MAX_LAYERS, "interleave_moe_layer_step": MAX_LAYERS}
+
+
 def _get(cfg: dict, key: str, where: str, kind: type = int, required: bool = True, default=None,
          minimum: int = 1):
     """cfg[key] checked against the type transformers' config class declares: a JSON string
     where a number belongs, or "false" where a boolean belongs, would otherwise change the
-    arithmetic silently."""
+    arithmetic silently. Integers are also bounded (FIELD_MAX, else MAX_CONFIG_INT)."""
     if key not in cfg or cfg[key] is None:
         if required:
             raise ModelConfigError(f"{where}: missing required field '{key}'")
@@ -130,6 +139,7 @@ def _get(cfg: dict, key: str, where: str, kind: type = int, required: bool = Tru
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
             raise ModelConfigError(f"{where}: field '{key}' must be {what}, got {_shown(value)}")
+        check_bound(value, key, where)
     elif kind is bool and not isinstance(value, bool):
         raise ModelConfigError(f"{where}: field '{key}' must be true or false, got {_shown(value)}")
     elif kind is str and not isinstance(value, str):
@@ -139,6 +149,13 @@ def _get(cfg: dict, key: str, where: str, kind: type = int, required: bool = Tru
     elif kind is dict and not isinstance(value, dict):
         raise ModelConfigError(f"{where}: field '{key}' must be an object, got {_shown(value)}")
     return value
+
+
+def check_bound(value: int, key: str, where: str) -> None:
+    """A config integer above its sane bound (FIELD_MAX, else MAX_CONFIG_INT): a one-line error."""
+    bound = FIELD_MAX.get(key, MAX_CONFIG_INT)
+    if value > bound:
+        raise ModelConfigError(f"{where}: field '{key}' must be at most {bound:,}, got {_shown(value)}")
 
 
 def _shown(value: Any) -> str:

@@ -1,0 +1,87 @@
+"""What config.json says about the stored weights and the context length, read as vLLM 0.32
+reads it: compressed-tensors bits per weight, rope scaling's max_model_len, vision towers, and
+bounds on every config integer and on --gpus-per-node."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.unit.cli_result import one_line_error
+from vllm_eks.catalog.models import resolve_model
+from vllm_eks.core.errors import ModelConfigError, UnsupportedArchitectureError
+from vllm_eks.model.architecture import parse_config
+from vllm_eks.model.weights import total_parameters
+from vllm_eks.planning.planner import make_plan
+from vllm_eks.spec.request import PlanRequest
+
+CT = Path(__file__).parent / "data" / "compressed-tensors"
+H100 = "p5.48xlarge"
+SMALL = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 512,
+         "intermediate_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
+         "num_key_value_heads": 2, "vocab_size": 1000, "max_position_embeddings": 32768,
+         "torch_dtype": "bfloat16"}
+
+
+def _write(tmp_path: Path, cfg: dict, name: str = "config.json") -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(cfg))
+    return str(path)
+
+
+def _plan(path: str, **kw):
+    return make_plan(PlanRequest(model=path, model_source="acme/model", instance=kw.pop("instance", H100), **kw))
+
+
+# -- 4. bounds ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("key,value,needle", [
+    ("num_hidden_layers", 10**9, "at most 1,024"),
+    ("num_hidden_layers", 10**400, "at most 1,024"),
+    ("hidden_size", 10**30, "at most 2,147,483,647"),
+    ("vocab_size", 2**63, "at most 2,147,483,647"),
+    ("max_position_embeddings", 10**20, "at most 2,147,483,647"),
+])
+def test_absurd_config_integers_name_the_key(cli, tmp_path, key, value, needle):
+    started = time.monotonic()
+    r = cli("plan", "--model", _write(tmp_path, {**SMALL, key: value}), "--model-source", "acme/m",
+            "--instance", "g6e.xlarge")
+    one_line_error(r, f"'{key}'", needle)
+    assert time.monotonic() - started < 10
+
+
+def test_integer_beyond_what_python_converts(cli, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(SMALL).replace('"hidden_size": 512', '"hidden_size": ' + "9" * 5000))
+    one_line_error(cli("plan", "--model", str(path), "--model-source", "acme/m", "--instance", "g6e.xlarge"),
+                   "--model", "config.json")
+
+
+def test_integer_beyond_float_range(cli, tmp_path):
+    # JSON 1e400 reads as float infinity: refused as not an integer
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(SMALL).replace('"num_hidden_layers": 4', '"num_hidden_layers": 1e400'))
+    one_line_error(cli("plan", "--model", str(path), "--model-source", "acme/m", "--instance", "g6e.xlarge"),
+                   "'num_hidden_layers'")
+
+
+def test_vision_tower_layers_are_bounded(tmp_path):
+    cfg = {**SMALL, "vision_config": {"depth": 10**9, "hidden_size": 64, "intermediate_size": 128}}
+    with pytest.raises(ModelConfigError, match="'depth' must be at most 1,024"):
+        parse_config(cfg, "vl")
+
+
+def test_gpus_per_node_is_bounded(cli):
+    r = cli("plan", "--model", "llama-3.1-8b-instruct", "--gpu-memory-mib", "81559", "--gpus-per-node", "100000")
+    one_line_error(r, "--gpus-per-node", "64")
+
+
+def test_total_parameters_of_the_largest_allowed_shape_is_quick():
+    cfg = {**SMALL, "num_hidden_layers": 1024, "hidden_size": 2**20, "num_attention_heads": 2**10,
+           "num_key_value_heads": 2**10, "intermediate_size": 2**22, "vocab_size": 2**20}
+    started = time.monotonic()
+    assert total_parameters(parse_config(cfg, "big")) > 0
+    assert time.monotonic() - started < 5
