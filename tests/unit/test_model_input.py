@@ -36,6 +36,76 @@ def _plan(path: str, **kw):
     return make_plan(PlanRequest(model=path, model_source="acme/model", instance=kw.pop("instance", H100), **kw))
 
 
+# -- 2. rope scaling ---------------------------------------------------------------------------
+# vLLM 0.32 vllm/config/model.py _get_and_verify_max_len: the factor of the scaling types other
+# than su/longrope/llama3/yarn/deepseek_yarn/deepseek_llama_scaling multiplies
+# max_position_embeddings; checked against the engine (ModelConfig(...).max_model_len gives
+# 131072 for linear x4 and 32768 for yarn x4 over max_position_embeddings 32768).
+
+@pytest.mark.parametrize("rope,expected", [
+    ({"rope_type": "linear", "factor": 4}, 131072),
+    ({"type": "linear", "factor": 4.0}, 131072),                       # the legacy key
+    ({"type": "dynamic", "factor": 2.5}, 81920),
+    ({"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 32768}, 32768),
+    ({"rope_type": "llama3", "factor": 8, "original_max_position_embeddings": 8192, "low_freq_factor": 1,
+      "high_freq_factor": 4}, 32768),
+    ({"type": "mrope", "mrope_section": [16, 24, 24]}, 32768),
+    ({"rope_type": "default"}, 32768),
+])
+def test_max_len_follows_vllm_derivation(rope, expected):
+    assert parse_config({**SMALL, "rope_scaling": rope}, "t").max_len == expected
+
+
+def test_rope_parameters_nested_per_layer_type():
+    cfg = {**SMALL, "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 2},
+                                        "sliding_attention": {"rope_type": "default"}}}
+    assert parse_config(cfg, "t").max_len == 65536
+
+
+def test_planner_serves_the_scaled_length(tmp_path, cli):
+    path = _write(tmp_path, {**SMALL, "rope_scaling": {"rope_type": "linear", "factor": 4}})
+    plan = _plan(path, instance="g6e.xlarge", max_model_len=131072)
+    assert plan.memory.max_model_len == 131072
+    r = cli("plan", "--model", path, "--model-source", "acme/m", "--instance", "g6e.xlarge",
+            "--max-model-len", "131073")
+    one_line_error(r, "--max-model-len 131073", "131072", "rope_scaling.factor 4")
+
+
+def test_planner_refuses_beyond_yarn_max_position_embeddings(tmp_path, cli):
+    path = _write(tmp_path, {**SMALL, "rope_scaling": {"rope_type": "yarn", "factor": 4,
+                                                        "original_max_position_embeddings": 32768}})
+    r = cli("plan", "--model", path, "--model-source", "acme/m", "--instance", "g6e.xlarge",
+            "--max-model-len", "131072")
+    one_line_error(r, "--max-model-len 131072", "32768")
+
+
+@pytest.mark.parametrize("rope,key", [
+    ({"rope_type": "linear", "factor": 0}, "rope_scaling.factor"),
+    ({"rope_type": "linear", "factor": -2}, "rope_scaling.factor"),
+    ({"rope_type": "linear", "factor": "4"}, "rope_scaling.factor"),
+    ({"rope_type": "yarn", "factor": True, "original_max_position_embeddings": 4096}, "rope_scaling.factor"),
+    ({"rope_type": "linear"}, "rope_scaling.factor"),
+    ({"rope_type": "linear", "factor": 1e300}, "rope_scaling.factor"),
+    ({"rope_type": "magic", "factor": 2}, "rope_scaling.rope_type"),
+    ({"type": "magic"}, "rope_scaling.type"),
+    ({"rope_type": 3}, "rope_scaling.rope_type"),
+    ({"rope_type": "linear", "type": "yarn", "factor": 2}, "rope_scaling.type"),
+    ({"type": "mrope"}, "rope_scaling.type"),
+    ({"rope_type": "yarn", "factor": 2, "original_max_position_embeddings": "4k"},
+     "rope_scaling.original_max_position_embeddings"),
+    ("yarn", "rope_scaling"),
+])
+def test_malformed_rope_scaling_names_the_key(cli, tmp_path, rope, key):
+    r = cli("plan", "--model", _write(tmp_path, {**SMALL, "rope_scaling": rope}), "--model-source", "acme/m",
+            "--instance", "g6e.xlarge")
+    one_line_error(r, f"'{key}'")
+
+
+def test_catalog_max_lengths_unchanged():
+    assert resolve_model("llama-3.1-8b-instruct").architecture.max_len == 131072
+    assert resolve_model("deepseek-v3").architecture.max_len == 163840
+
+
 # -- 4. bounds ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("key,value,needle", [

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_eks.core.errors import ModelConfigError, UnsupportedArchitectureError
+from vllm_eks.model import rope
 from vllm_eks.model.hybrid import MAX_CONFIG_INT, StateLayers, is_sized, state_layers
 
 # torch dtype names as config.json writes them -> bytes per element
@@ -93,6 +94,13 @@ class Architecture:
     state: StateLayers | None = None
     # attention output gate: q_proj also produces a per-head gate (Qwen3-Next attn_output_gate)
     attention_gate: bool = False
+    # the longest max_model_len vLLM 0.32 accepts, rope scaling applied (rope.py); 0: max_position_embeddings
+    derived_max_len: int = 0
+    derived_max_len_why: str = "max_position_embeddings"
+
+    @property
+    def max_len(self) -> int:
+        return self.derived_max_len or self.max_position_embeddings
 
     @property
     def has_sliding_window(self) -> bool:
@@ -554,6 +562,7 @@ def parse_config(cfg: Any, name: str) -> Architecture:
                   or _get(top, "model_type", where, kind=str, required=False, default=None) or "unknown")
     top_model_type = top.get("model_type")
     top_type = top_model_type if isinstance(top_model_type, str) else model_type
+    max_len, max_len_why = rope.derived_max_len(cfg, max_pos, model_type, where)
     ties = _get(top, "tie_word_embeddings", where, kind=bool, required=False, default=None)
     if ties is None:
         ties = _get(cfg, "tie_word_embeddings", where, kind=bool, required=False, default=_ties_by_default(top_type))
@@ -569,6 +578,8 @@ def parse_config(cfg: Any, name: str) -> Architecture:
         intermediate_size=intermediate,
         vocab_size=vocab,
         max_position_embeddings=max_pos,
+        derived_max_len=max_len,
+        derived_max_len_why=max_len_why,
         tie_word_embeddings=ties,
         checkpoint_dtype=dtype,
         attention_bias=_get(cfg, "attention_bias", where, kind=bool, required=False, default=model_type == "qwen2"),
