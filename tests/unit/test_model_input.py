@@ -36,6 +36,82 @@ def _plan(path: str, **kw):
     return make_plan(PlanRequest(model=path, model_source="acme/model", instance=kw.pop("instance", H100), **kw))
 
 
+# -- 1. compressed-tensors ---------------------------------------------------------------------
+
+def _llama70b_bytes(linear_bits: float, attention_bits: float | None = None) -> int:
+    """Weight bytes of the Llama-3.1-70B shape, counted from the parameter count by hand: the
+    linear layers at their stored bits, embeddings, LM head and norms in bfloat16."""
+    h, inter, layers, heads, kv, hd, vocab = 8192, 28672, 80, 64, 8, 128, 128256
+    attention = h * heads * hd + 2 * h * kv * hd + heads * hd * h
+    mlp = 3 * h * inter
+    dense = 2 * vocab * h + layers * 2 * h + h
+    att_bits = linear_bits if attention_bits is None else attention_bits
+    return int(layers * (attention * att_bits / 8 + mlp * linear_bits / 8) + dense * 2)
+
+
+@pytest.mark.parametrize("scheme,bits", [
+    ("w4a16", 4 + 16 / 128),   # int4 packed, one bf16 scale per group of 128
+    ("w8a16", 8),              # int8 packed four to an int32, per-channel scales
+    ("w8a8-int", 8),           # int8, per-channel scales
+    ("w8a8-fp8", 8),           # fp8 e4m3, per-channel scales
+])
+def test_compressed_tensors_weight_bytes(scheme, bits):
+    plan = _plan(str(CT / scheme / "config.json"))
+    assert plan.memory.weights_bytes_total == _llama70b_bytes(bits)
+
+
+def test_eight_bit_compressed_tensors_is_not_sized_as_four_bit():
+    w4 = _plan(str(CT / "w4a16" / "config.json")).memory.weights_bytes_total
+    w8 = _plan(str(CT / "w8a16" / "config.json")).memory.weights_bytes_total
+    assert w8 / 2**30 > 65 and w4 / 2**30 < 38
+
+
+def test_compressed_tensors_ignore_keeps_attention_in_16_bits(tmp_path):
+    cfg = json.loads((CT / "w8a8-int" / "config.json").read_text())
+    cfg["quantization_config"]["ignore"] = ["lm_head", "re:.*self_attn.*"]
+    plan = _plan(_write(tmp_path, cfg))
+    assert plan.memory.weights_bytes_total == _llama70b_bytes(8, attention_bits=16)
+
+
+def test_compressed_tensors_targets_only_the_mlp(tmp_path):
+    cfg = json.loads((CT / "w4a16" / "config.json").read_text())
+    cfg["quantization_config"]["config_groups"]["group_0"]["targets"] = ["re:.*mlp.*_proj$"]
+    plan = _plan(_write(tmp_path, cfg))
+    assert plan.memory.weights_bytes_total == _llama70b_bytes(4 + 16 / 128, attention_bits=16)
+
+
+def test_compressed_tensors_asymmetric_groups_store_zero_points(tmp_path):
+    cfg = json.loads((CT / "w4a16" / "config.json").read_text())
+    cfg["quantization_config"]["config_groups"]["group_0"]["weights"]["symmetric"] = False
+    a = parse_config(cfg, "asym")
+    assert a.quantization.bits == 4 + (16 + 4) / 128
+
+
+@pytest.mark.parametrize("mutate,key", [
+    (lambda q: q.pop("config_groups"), "config_groups"),
+    (lambda q: q["config_groups"]["group_0"]["weights"].update(num_bits=5), "config_groups.group_0.weights.num_bits"),
+    (lambda q: q["config_groups"]["group_0"]["weights"].update(num_bits="8"), "config_groups.group_0.weights.num_bits"),
+    (lambda q: q["config_groups"]["group_0"]["weights"].update(type="posit"), "config_groups.group_0.weights.type"),
+    (lambda q: q["config_groups"]["group_0"]["weights"].update(strategy="group", group_size=0),
+     "config_groups.group_0.weights.group_size"),
+    (lambda q: q["config_groups"]["group_0"].update(format="marlin-24"), "config_groups.group_0.format"),
+    (lambda q: q.update(ignore="lm_head"), "ignore"),
+    (lambda q: q.update(ignore=["re:.*q_proj$"]), "ignore"),
+    (lambda q: q["config_groups"]["group_0"].update(targets=["re:vision_tower.*"]), "config_groups"),
+])
+def test_bad_compressed_tensors_blocks_name_the_key(cli, tmp_path, mutate, key):
+    cfg = json.loads((CT / "w8a16" / "config.json").read_text())
+    mutate(cfg["quantization_config"])
+    r = cli("plan", "--model", _write(tmp_path, cfg), "--model-source", "acme/m", "--instance", H100)
+    one_line_error(r, f"'{key}'")
+
+
+def test_compressed_tensors_int_conflicts_with_gptq_flag(cli):
+    r = cli("plan", "--model", str(CT / "w4a16" / "config.json"), "--model-source", "acme/m", "--instance", H100,
+            "--quantization", "gptq")
+    one_line_error(r, "--quantization gptq", "compressed-tensors")
+
+
 # -- 2. rope scaling ---------------------------------------------------------------------------
 # vLLM 0.32 vllm/config/model.py _get_and_verify_max_len: the factor of the scaling types other
 # than su/longrope/llama3/yarn/deepseek_yarn/deepseek_llama_scaling multiplies

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_eks.core.errors import ModelConfigError, UnsupportedArchitectureError
-from vllm_eks.model import rope
+from vllm_eks.model import compressed_tensors, rope
 from vllm_eks.model.hybrid import MAX_CONFIG_INT, StateLayers, is_sized, state_layers
 
 # torch dtype names as config.json writes them -> bytes per element
@@ -64,6 +64,9 @@ class Quantization:
     group_size: int = 0       # values per scale; -1 one scale per output channel
     zero_point: bool = False  # asymmetric: one zero point per group (AWQ zero_point, GPTQ sym false)
     act_order: bool = False   # GPTQ desc_act: vLLM keeps g_idx and its sort order per layer
+    # compressed-tensors: storage bits of (attention, dense MLP and shared experts, routed experts)
+    # linear layers, None where the checkpoint keeps them unquantized (ignore list, targets)
+    class_bits: tuple[float | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -213,11 +216,7 @@ def _quantization(cfg: dict, where: str) -> Quantization | None:
         # 4-bit values with one 8-bit shared exponent per 32 values; only the experts
         return Quantization("mxfp4", 4.25, scope="experts")
     if method == "compressed-tensors":
-        fmt = str(_get(q, "format", where_q, kind=str, required=False, default="")).lower()
-        if "float" in fmt or "fp8" in fmt:
-            return Quantization("fp8", 8.0)
-        if "pack" in fmt or "int" in fmt:
-            return Quantization("gptq", 4 + 20 / 128)
+        return Quantization(**compressed_tensors.quantization(q, where_q))
     raise ModelConfigError(
         f"{where}: quantization_config.quant_method '{method}' is not supported "
         "(valid: fp8, fbgemm_fp8, awq, gptq, mxfp4, compressed-tensors)")
