@@ -182,6 +182,82 @@ def test_catalog_max_lengths_unchanged():
     assert resolve_model("deepseek-v3").architecture.max_len == 163840
 
 
+# -- 3. vision towers --------------------------------------------------------------------------
+
+def test_gemma3_vision_tower_is_counted():
+    a = resolve_model("gemma-3-27b-it").architecture
+    # the catalog's published breakdown: SigLIP 416,866,032 + projector 6,194,304; the ViT blocks
+    # are counted, biases, norms, embeddings and the projector (under 3%) are not
+    assert a.vision_params == 27 * (4 * 1152**2 + 2 * 1152 * 4304)
+    assert 0.97 < a.vision_params / (416_866_032 + 6_194_304) < 1
+
+
+def test_qwen2_vl_vision_tower_from_embed_dim():
+    # Qwen2-VL-7B-Instruct's vision_config (transformers Qwen2VLVisionConfig keys)
+    v = {"depth": 32, "embed_dim": 1280, "mlp_ratio": 4, "num_heads": 16, "in_chans": 3, "hidden_size": 3584,
+         "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2}
+    cfg = {**SMALL, "architectures": ["Qwen2VLForConditionalGeneration"], "model_type": "qwen2_vl",
+           "hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4, "vision_config": v}
+    e, inter, merged = 1280, 5120, 1280 * 4
+    block = 4 * e + (3 * e * e + 3 * e) + (e * e + e) + (e * inter + inter) + (inter * e + e)
+    expected = 32 * block + (2 * e + merged * merged + merged + merged * 3584 + 3584) + e * 3 * 2 * 14 * 14
+    assert parse_config(cfg, "qwen2-vl").vision_params == expected
+    assert 670e6 < expected < 680e6   # Qwen2-VL-7B: 8.29B total, 7.62B of them the text model
+
+
+def test_llava_counts_clip_tower_and_projector():
+    v = {"model_type": "clip_vision_model", "hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 24,
+         "num_attention_heads": 16, "image_size": 336, "patch_size": 14, "projection_dim": 768}
+    text = {k: SMALL[k] for k in SMALL if k not in ("architectures",)}
+    cfg = {"architectures": ["LlavaForConditionalGeneration"], "model_type": "llava",
+           "text_config": {**text, "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 32},
+           "vision_config": v}
+    h, i = 1024, 4096
+    tower = 24 * (4 * h * h + 2 * h * i)
+    projector = h * 4096 + 4096 + 4096 * 4096 + 4096   # llava.py LlavaMultiModalProjector
+    a = parse_config(cfg, "llava")
+    assert a.vision_params == tower + projector
+    # openai/clip-vit-large-patch14-336's vision model: 303.5M parameters
+    assert 0.99 < tower / 303_507_456 < 1
+
+
+def test_sparse_clip_vision_config_takes_the_class_defaults():
+    text = {k: SMALL[k] for k in SMALL if k != "architectures"}
+    cfg = {"architectures": ["LlavaForConditionalGeneration"], "model_type": "llava", "text_config": text,
+           "vision_config": {"image_size": 336}}
+    assert parse_config(cfg, "llava").vision_params == 12 * (4 * 768**2 + 2 * 768 * 3072) + 768 * 512 + 512 * 512 \
+        + 2 * 512
+
+
+def test_vision_config_without_layers_is_refused_not_zero():
+    cfg = {**SMALL, "architectures": ["SomeVLForConditionalGeneration"],
+           "vision_config": {"hidden_size": 1024, "intermediate_size": 4096}}
+    with pytest.raises(ModelConfigError, match="num_hidden_layers"):
+        parse_config(cfg, "vl")
+
+
+def test_mllama_is_refused_by_name(cli, tmp_path):
+    cfg = {"architectures": ["MllamaForConditionalGeneration"], "model_type": "mllama",
+           "text_config": {**SMALL, "model_type": "mllama_text_model", "cross_attention_layers": [3]},
+           "vision_config": {"hidden_size": 1280, "num_hidden_layers": 32, "intermediate_size": 5120,
+                             "image_size": 560, "patch_size": 14}}
+    with pytest.raises(UnsupportedArchitectureError, match="MllamaForConditionalGeneration"):
+        parse_config(cfg, "mllama")
+    r = cli("plan", "--model", _write(tmp_path, cfg), "--model-source", "acme/m", "--instance", H100)
+    one_line_error(r, "MllamaForConditionalGeneration", "0.10.2")
+
+
+def test_vision_tower_weights_reach_the_plan(tmp_path):
+    v = {"model_type": "clip_vision_model", "hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 24,
+         "image_size": 336, "patch_size": 14}
+    with_tower = {"architectures": ["LlavaForConditionalGeneration"], "model_type": "llava",
+                  "text_config": {**SMALL, "model_type": "llama"}, "vision_config": v}
+    plain = _plan(_write(tmp_path, SMALL, "plain.json"), instance="g6e.xlarge").memory.weights_bytes_total
+    tower = _plan(_write(tmp_path, with_tower, "vl.json"), instance="g6e.xlarge").memory.weights_bytes_total
+    a = parse_config(with_tower, "vl")
+    assert tower - plain == a.vision_params * 2 and a.vision_params > 300e6
+
+
 # -- 4. bounds ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("key,value,needle", [
