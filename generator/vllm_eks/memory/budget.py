@@ -212,7 +212,7 @@ def memory_plan(a: Architecture, hw: Hardware, p: Precisions, b: Budget, max_mod
         cudagraph_bytes=worst.over.cudagraph, kv_bytes_per_token_per_gpu=per_tok, block_size=s.block_size,
         available_kv_cache_bytes_per_gpu=worst.available, kv_cache_blocks=cap.num_blocks, kv_cache_tokens=cap.tokens,
         max_model_len=max_model_len, max_concurrency=round(cap.max_concurrency, 2),
-        model_max_len=a.max_position_embeddings, derivations=d.items)
+        model_max_len=a.max_len, derivations=d.items)
 
 
 def _state_derivation(d: Derivations, st: StateLayers, s: Settings, lay: kvcache.KVLayout) -> None:

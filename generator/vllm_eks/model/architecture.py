@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_eks.core.errors import ModelConfigError, UnsupportedArchitectureError
-from vllm_eks.model.hybrid import StateLayers, is_sized, state_layers
+from vllm_eks.model import compressed_tensors, rope
+from vllm_eks.model.hybrid import MAX_CONFIG_INT, StateLayers, is_sized, state_layers
 
 # torch dtype names as config.json writes them -> bytes per element
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
@@ -63,6 +64,9 @@ class Quantization:
     group_size: int = 0       # values per scale; -1 one scale per output channel
     zero_point: bool = False  # asymmetric: one zero point per group (AWQ zero_point, GPTQ sym false)
     act_order: bool = False   # GPTQ desc_act: vLLM keeps g_idx and its sort order per layer
+    # compressed-tensors: storage bits of (attention, dense MLP and shared experts, routed experts)
+    # linear layers, None where the checkpoint keeps them unquantized (ignore list, targets)
+    class_bits: tuple[float | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,13 @@ class Architecture:
     state: StateLayers | None = None
     # attention output gate: q_proj also produces a per-head gate (Qwen3-Next attn_output_gate)
     attention_gate: bool = False
+    # the longest max_model_len vLLM 0.32 accepts, rope scaling applied (rope.py); 0: max_position_embeddings
+    derived_max_len: int = 0
+    derived_max_len_why: str = "max_position_embeddings"
+
+    @property
+    def max_len(self) -> int:
+        return self.derived_max_len or self.max_position_embeddings
 
     @property
     def has_sliding_window(self) -> bool:
@@ -116,11 +127,20 @@ CLASS_DEFAULTS = {
 }
 
 
+# Upper bounds of config integers, checked before anything loops over layers or multiplies
+# shapes: the largest published models have under 200 decoder layers and widths, vocabularies and
+# context lengths far below 2^31 (vLLM and torch index token positions and shapes as int32/int64).
+# A bound names the key, so a typo such as 10^9 layers is one line instead of a hang.
+MAX_LAYERS = 1024
+FIELD_MAX = {"num_hidden_layers": MAX_LAYERS, "depth": MAX_LAYERS, "num_global_layers": MAX_LAYERS,
+             "first_k_dense_replace": MAX_LAYERS, "interleave_moe_layer_step": MAX_LAYERS}
+
+
 def _get(cfg: dict, key: str, where: str, kind: type = int, required: bool = True, default=None,
          minimum: int = 1):
     """cfg[key] checked against the type transformers' config class declares: a JSON string
     where a number belongs, or "false" where a boolean belongs, would otherwise change the
-    arithmetic silently."""
+    arithmetic silently. Integers are also bounded (FIELD_MAX, else MAX_CONFIG_INT)."""
     if key not in cfg or cfg[key] is None:
         if required:
             raise ModelConfigError(f"{where}: missing required field '{key}'")
@@ -130,6 +150,7 @@ def _get(cfg: dict, key: str, where: str, kind: type = int, required: bool = Tru
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
             raise ModelConfigError(f"{where}: field '{key}' must be {what}, got {_shown(value)}")
+        check_bound(value, key, where)
     elif kind is bool and not isinstance(value, bool):
         raise ModelConfigError(f"{where}: field '{key}' must be true or false, got {_shown(value)}")
     elif kind is str and not isinstance(value, str):
@@ -139,6 +160,13 @@ def _get(cfg: dict, key: str, where: str, kind: type = int, required: bool = Tru
     elif kind is dict and not isinstance(value, dict):
         raise ModelConfigError(f"{where}: field '{key}' must be an object, got {_shown(value)}")
     return value
+
+
+def check_bound(value: int, key: str, where: str) -> None:
+    """A config integer above its sane bound (FIELD_MAX, else MAX_CONFIG_INT): a one-line error."""
+    bound = FIELD_MAX.get(key, MAX_CONFIG_INT)
+    if value > bound:
+        raise ModelConfigError(f"{where}: field '{key}' must be at most {bound:,}, got {_shown(value)}")
 
 
 def _shown(value: Any) -> str:
@@ -188,11 +216,7 @@ def _quantization(cfg: dict, where: str) -> Quantization | None:
         # 4-bit values with one 8-bit shared exponent per 32 values; only the experts
         return Quantization("mxfp4", 4.25, scope="experts")
     if method == "compressed-tensors":
-        fmt = str(_get(q, "format", where_q, kind=str, required=False, default="")).lower()
-        if "float" in fmt or "fp8" in fmt:
-            return Quantization("fp8", 8.0)
-        if "pack" in fmt or "int" in fmt:
-            return Quantization("gptq", 4 + 20 / 128)
+        return Quantization(**compressed_tensors.quantization(q, where_q))
     raise ModelConfigError(
         f"{where}: quantization_config.quant_method '{method}' is not supported "
         "(valid: fp8, fbgemm_fp8, awq, gptq, mxfp4, compressed-tensors)")
@@ -260,18 +284,73 @@ def _layer_chunks(cfg: dict, num_layers: int, where: str) -> tuple[int | None, .
     return tuple(None if nope[i] == 0 else chunk for i in range(num_layers))
 
 
-def _vision_params(cfg: dict) -> int:
-    v = cfg.get("vision_config")
-    if not isinstance(v, dict):
+# transformers' vision config classes' defaults for the keys a sparse vision_config leaves out
+# (models/clip/configuration_clip.py CLIPVisionConfig, models/siglip/configuration_siglip.py
+# SiglipVisionConfig); Gemma 3's vision_config is a SigLIP one (Gemma3Config)
+VISION_DEFAULTS = {
+    "clip_vision_model": {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12},
+    "siglip_vision_model": {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12},
+}
+# multimodal wrappers whose projector into the text width is a two-layer MLP with biases
+# (vllm/model_executor/models/llava.py LlavaMultiModalProjector: linear_1 vision -> text width,
+# linear_2 text -> text width)
+LLAVA_TYPES = ("llava", "llava_next", "llava_next_video", "llava_onevision")
+
+
+def _vision_params(top: dict, text_hidden: int) -> int:
+    """Parameters of the vision encoder and its projector, loaded beside the text model. A
+    vision_config the sizing cannot read whole is refused naming the missing key, never
+    counted as 0."""
+    v = top.get("vision_config")
+    if v is None:
         return 0
     where = "vision_config"
+    if not isinstance(v, dict):
+        raise ModelConfigError(f"{where}: field 'vision_config' must be an object, got {_shown(v)}")
     if "depth" in v and "num_hidden_layers" not in v:
+        if "embed_dim" in v:
+            return _qwen2_vl_vision_params(v, where)
         return _qwen_vl_vision_params(v, where)
-    h = _get(v, "hidden_size", where, required=False, default=0, minimum=0)
-    layers = _get(v, "num_hidden_layers", where, required=False, default=0, minimum=0)
-    inter = _get(v, "intermediate_size", where, required=False, default=0, minimum=0)
-    # ViT block: 4 h^2 attention + 2 h*inter MLP; projector into the text width ignored (small)
-    return layers * (4 * h * h + 2 * h * inter)
+    vt = v.get("model_type")
+    top_type = top.get("model_type")
+    if vt is None:
+        # the wrappers' default vision configs: Gemma3Config SigLIP, LlavaConfig CLIP
+        vt = "siglip_vision_model" if top_type == "gemma3" else "clip_vision_model" if top_type in LLAVA_TYPES else None
+    v = {**VISION_DEFAULTS.get(vt if isinstance(vt, str) else "", {}), **v}
+    where_v = f"{where} (its model_type {vt!r} has no defaults here, so the key is needed)"
+    h = _get(v, "hidden_size", where_v)
+    layers = _get(v, "num_hidden_layers", where_v)
+    inter = _get(v, "intermediate_size", where_v)
+    # ViT block (CLIP, SigLIP, Llama 4): 4 h^2 attention + 2 h*inter MLP; biases, norms, patch and
+    # position embeddings (under 2% of a tower: Gemma 3's SigLIP is 416.9M, this counts 411.1M)
+    # and the Gemma 3 / Llama 4 projectors are left out
+    total = layers * (4 * h * h + 2 * h * inter)
+    if top_type in LLAVA_TYPES:
+        bias = _get(top, "multimodal_projector_bias", where, kind=bool, required=False, default=True)
+        total += h * text_hidden + text_hidden * text_hidden + (2 * text_hidden if bias else 0)
+    return total
+
+
+def _qwen2_vl_vision_params(v: dict, where: str) -> int:
+    """Qwen2-VL's vision tower (vllm/model_executor/models/qwen2_vl.py Qwen2VisionTransformer),
+    whose width is `embed_dim` (its `hidden_size` is the text width the merger projects into):
+    per block two LayerNorms with biases, a fused qkv and an output projection with biases, and an
+    MLP fc1/fc2 of embed_dim x mlp_ratio with biases; the patch merger (a LayerNorm and a
+    two-layer MLP from the 2x2-merged width) and the 3D patch embedding (no bias)."""
+    depth = _get(v, "depth", where)
+    e = _get(v, "embed_dim", where)
+    ratio = v.get("mlp_ratio", 4)
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 64:
+        raise ModelConfigError(f"{where}: field 'mlp_ratio' must be a number from 0 to 64, got {_shown(ratio)}")
+    inter = int(e * ratio)
+    out = _get(v, "hidden_size", where, required=False, default=3584)
+    block = 2 * 2 * e + 3 * e * e + 3 * e + e * e + e + e * inter + inter + inter * e + e
+    merged = e * _get(v, "spatial_merge_size", where, required=False, default=2) ** 2
+    merger = 2 * e + merged * merged + merged + merged * out + out
+    patch = (e * _get(v, "in_channels", where, required=False, default=v.get("in_chans", 3))
+             * _get(v, "temporal_patch_size", where, required=False, default=2)
+             * _get(v, "patch_size", where, required=False, default=14) ** 2)
+    return depth * block + merger + patch
 
 
 def _qwen_vl_vision_params(v: dict, where: str) -> int:
@@ -397,6 +476,30 @@ MODEL_SPECIFIC_KV_ARCHITECTURES = {
     "InklingForCausalLM": "vllm/models/inkling", "InklingForConditionalGeneration": "vllm/models/inkling",
     "Dots3NoteForCausalLM": "vllm/models/dots3_note",
 }
+# vLLM 0.32 registry.py _PREVIOUSLY_SUPPORTED_MODELS: architectures it refuses to load ("was
+# supported in vLLM until v..."), with the last version that ran them. Mllama (Llama 3.2 Vision,
+# an encoder-decoder with cross-attention layers) went with the V0 engine.
+REMOVED_ARCHITECTURES = {
+    "MotifForCausalLM": "0.10.2", "Phi3SmallForCausalLM": "0.9.2", "Phi4FlashForCausalLM": "0.10.2",
+    "Phi4MultimodalForCausalLM": "0.12.0", "JAISLMHeadModel": "0.22.0", "ErnieModel": "0.23.0",
+    "ErnieForSequenceClassification": "0.23.0", "ErnieForTokenClassification": "0.23.0",
+    "InternLM2VEForCausalLM": "0.23.0", "QWenLMHeadModel": "0.23.0", "QwenVLForConditionalGeneration": "0.23.0",
+    "InternLMForCausalLM": "0.23.0", "DonutForConditionalGeneration": "0.10.2",
+    "MllamaForConditionalGeneration": "0.10.2", "XverseForCausalLM": "0.23.0", "Dots1ForCausalLM": "0.23.0",
+    "BambaForCausalLM": "0.23.0", "MiniMaxForCausalLM": "0.23.0", "MiniMaxText01ForCausalLM": "0.23.0",
+    "MiniMaxM1ForCausalLM": "0.23.0", "MiniMaxVL01ForConditionalGeneration": "0.23.0",
+    "BaiChuanForCausalLM": "0.23.0", "BaichuanForCausalLM": "0.23.0", "AquilaModel": "0.24.0",
+    "AquilaForCausalLM": "0.24.0", "Grok1ModelForCausalLM": "0.24.0", "Grok1ForCausalLM": "0.24.0",
+    "TarsierForConditionalGeneration": "0.24.0", "Tarsier2ForConditionalGeneration": "0.23.0",
+    "MantisForConditionalGeneration": "0.24.0", "MusicFlamingoForConditionalGeneration": "0.24.0",
+    "AyaVisionForConditionalGeneration": "0.24.0", "TeleChatForCausalLM": "0.25.0",
+    "PersimmonForCausalLM": "0.25.0", "FuyuForCausalLM": "0.25.0", "Plamo2ForCausalLM": "0.26.0",
+    "OuroForCausalLM": "0.26.0", "ArcticForCausalLM": "0.28.0", "ChameleonForConditionalGeneration": "0.28.0",
+    "Cheers": "0.28.0", "CheersForConditionalGeneration": "0.28.0", "Fairseq2LlamaForCausalLM": "0.28.0",
+    "FireRedLIDForConditionalGeneration": "0.28.0", "GritLM": "0.28.0", "HCXVisionForCausalLM": "0.28.0",
+    "MPTForCausalLM": "0.28.0", "MptForCausalLM": "0.28.0", "RWForCausalLM": "0.28.0",
+    "StableLMEpochForCausalLM": "0.28.0", "PrithviGeoSpatialMAE": "0.28.0",
+}
 ATTENTION_FREE_ARCHITECTURES = frozenset({"MambaForCausalLM", "Mamba2ForCausalLM", "FalconMambaForCausalLM"})
 # model_type values of the same families (transformers config classes), for files without 'architectures'
 STATE_MODEL_TYPES = frozenset({
@@ -483,6 +586,15 @@ def _refuse_state(top: dict, cfg: dict, where: str) -> None:
                         f"this sizing does not model; {SUPPORTED}")
 
 
+def _refuse_removed(top: dict, where: str) -> None:
+    archs = top.get("architectures")
+    if isinstance(archs, list) and archs and all(isinstance(a, str) and a in REMOVED_ARCHITECTURES for a in archs):
+        a = archs[0]
+        raise UnsupportedArchitectureError(
+            f"{where}: field 'architectures' names {a}, which vLLM 0.32 no longer loads (supported until "
+            f"v{REMOVED_ARCHITECTURES[a]}, vllm/model_executor/models/registry.py); use a model vLLM 0.32 serves")
+
+
 def _refuse_indexer(cfg: dict, where: str) -> None:
     if any(key in cfg for key in ("index_topk", "index_head_dim", "index_n_heads")) and cfg.get("kv_lora_rank") is None:
         # vLLM 0.32 builds the sparse-attention indexer only beside MLA (DeepseekV32ForCausalLM,
@@ -500,6 +612,7 @@ def parse_config(cfg: Any, name: str) -> Architecture:
         raise ModelConfigError(f"{where}: config.json must be a JSON object")
     top, cfg = cfg, _text_config(cfg)
     refuse_unmodelled(top, cfg, where)
+    _refuse_removed(top, where)
     hidden = _get(cfg, "hidden_size", where)
     layers = _get(cfg, "num_hidden_layers", where)
     heads = _get(cfg, "num_attention_heads", where)
@@ -537,6 +650,7 @@ def parse_config(cfg: Any, name: str) -> Architecture:
                   or _get(top, "model_type", where, kind=str, required=False, default=None) or "unknown")
     top_model_type = top.get("model_type")
     top_type = top_model_type if isinstance(top_model_type, str) else model_type
+    max_len, max_len_why = rope.derived_max_len(cfg, max_pos, model_type, where)
     ties = _get(top, "tie_word_embeddings", where, kind=bool, required=False, default=None)
     if ties is None:
         ties = _get(cfg, "tie_word_embeddings", where, kind=bool, required=False, default=_ties_by_default(top_type))
@@ -552,6 +666,8 @@ def parse_config(cfg: Any, name: str) -> Architecture:
         intermediate_size=intermediate,
         vocab_size=vocab,
         max_position_embeddings=max_pos,
+        derived_max_len=max_len,
+        derived_max_len_why=max_len_why,
         tie_word_embeddings=ties,
         checkpoint_dtype=dtype,
         attention_bias=_get(cfg, "attention_bias", where, kind=bool, required=False, default=model_type == "qwen2"),
@@ -560,7 +676,7 @@ def parse_config(cfg: Any, name: str) -> Architecture:
         moe=moe,
         mla=mla,
         quantization=_quantization(top, where),
-        vision_params=_vision_params(top),
+        vision_params=_vision_params(top, hidden),
         state=state_layers(cfg, where, layers),
         # qwen3_next.py Qwen3NextAttention: getattr(config, "attn_output_gate", True)
         attention_gate=(model_type == "qwen3_next"

@@ -24,6 +24,9 @@ from dataclasses import dataclass
 
 from vllm_eks.core.errors import ModelConfigError, UnsupportedArchitectureError
 
+# the bound of every config integer (architecture.py FIELD_MAX names the tighter ones)
+MAX_CONFIG_INT = 2**31 - 1
+
 # model_type -> the vLLM 0.32 class that builds it, for the families sized here
 SIZED_MODEL_TYPES = {"qwen3_next": "Qwen3NextForCausalLM", "granitemoehybrid": "GraniteMoeHybridForCausalLM"}
 
@@ -105,6 +108,8 @@ def _int(cfg: dict, key: str, where: str, default: int | None = None) -> int:
         raise ModelConfigError(f"{where}: missing required field '{key}'")
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ModelConfigError(f"{where}: field '{key}' must be a positive integer, got {value!r}")
+    if value > MAX_CONFIG_INT:
+        raise ModelConfigError(f"{where}: field '{key}' must be at most {MAX_CONFIG_INT:,}, got {str(value)[:20]}...")
     return value
 
 

@@ -125,8 +125,6 @@ def _machete_takes(q: Quantization) -> bool:
 def linear_packing(q: Quantization, compute_capability: tuple[int, int] | None) -> LinearPacking:
     """Bits per weight of an AWQ/GPTQ linear layer as loaded. Unknown GPU: the larger of the
     Machete and Marlin layouts."""
-    if not q.weight_bits:   # compressed-tensors packed formats: the checkpoint's estimate
-        return LinearPacking("checkpoint", q.bits, False)
     per_group = 1 / q.group_size if q.group_size > 0 else 0.0
     machete = compute_capability == (9, 0) or (compute_capability is None and q.zero_point)
     if machete and _machete_takes(q):

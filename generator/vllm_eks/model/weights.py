@@ -123,6 +123,11 @@ def precision_for(a: Architecture, dtype_bytes: int, quant_bits: float | None, q
     if method == "mxfp4" and a.moe is not None:
         return Precision(dtype_bytes, dtype_bytes, dtype_bytes, q, packed.mxfp4_layouts(compute_capability))
     ckpt = a.quantization
+    if ckpt is not None and ckpt.class_bits and method == ckpt.method:
+        # compressed-tensors: each class of linear layers as its config group stores it, the
+        # unquantized ones (ignore list) in the model dtype
+        att, mlp, exp = (b / 8 if b is not None else dtype_bytes for b in ckpt.class_bits)
+        return Precision(dtype_bytes, att, mlp, exp)
     if method in ("awq", "gptq") and ckpt is not None and ckpt.method == method:
         linear = packed.linear_packing(ckpt, compute_capability)
         q = linear.bits / 8

@@ -122,11 +122,13 @@ class Decisions:
                 f"--kv-cache-memory {req.kv_cache_memory_gib:g} GiB is more than one GPU of {self.hw.name} holds "
                 f"({gib(self.hw.gpu_memory_bytes)}); the pin is per GPU, beside that GPU's share of the weights")
         self.kv_pin = int(pin * GIB) if pin is not None else None
-        if req.max_model_len and req.max_model_len > self.a.max_position_embeddings:
+        # vLLM 0.32 vllm/config/model.py _get_and_verify_max_len refuses a longer max_model_len than
+        # it derives from the config (rope scaling included: model/rope.py)
+        if req.max_model_len and req.max_model_len > self.a.max_len:
             raise InvalidOptionError(
-                f"--max-model-len {req.max_model_len} exceeds the model's max_position_embeddings "
-                f"({self.a.max_position_embeddings})")
-        self.required_len = req.max_model_len or min(self.a.max_position_embeddings, REQUIRED_CONTEXT)
+                f"--max-model-len {req.max_model_len} exceeds the model's {self.a.derived_max_len_why} "
+                f"({self.a.max_len}, the longest vLLM accepts)")
+        self.required_len = req.max_model_len or min(self.a.max_len, REQUIRED_CONTEXT)
         self.seqs0 = req.max_num_seqs or DEFAULT_MAX_NUM_SEQS
         self.batched = req.max_num_batched_tokens or max(DEFAULT_BATCHED_TOKENS, self.seqs0)
 
@@ -237,7 +239,7 @@ class Decisions:
     def choose_max_model_len(self, b: budget_mod.Budget) -> tuple[int, str]:
         if self.req.max_model_len:
             return self.req.max_model_len, "pinned by --max-model-len"
-        limit = self.a.max_position_embeddings
+        limit = self.a.max_len
         ladder = [limit] + [n for n in CONTEXT_LADDER if n < limit]
         for want in (USEFUL_CONCURRENCY, 1):
             for n in ladder:

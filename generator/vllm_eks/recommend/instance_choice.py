@@ -258,10 +258,10 @@ def recommend(model: str, max_model_len: int | None = None, concurrency: int | N
     _check(concurrency, output_tokens_per_second, max_model_len, max_nodes_per_replica, top)
     resolved = resolve_model(model, hf_token_file)
     a = resolved.architecture
-    if max_model_len is not None and max_model_len > a.max_position_embeddings:
-        raise InvalidOptionError(f"--max-model-len {max_model_len} exceeds the model's max_position_embeddings "
-                                 f"({a.max_position_embeddings})")
-    length = max_model_len or min(a.max_position_embeddings, REQUIRED_CONTEXT)
+    if max_model_len is not None and max_model_len > a.max_len:
+        raise InvalidOptionError(f"--max-model-len {max_model_len} exceeds the model's {a.derived_max_len_why} "
+                                 f"({a.max_len}, the longest vLLM accepts)")
+    length = max_model_len or min(a.max_len, REQUIRED_CONTEXT)
     max_nodes = max_nodes_per_replica or MAX_PIPELINE_STAGES
     if concurrency is None and output_tokens_per_second is None:
         target = Target(concurrency=DEFAULT_CONCURRENCY, defaulted=True)

@@ -79,7 +79,8 @@ class MemoryPlan(Section):
     max_model_len: int
     max_concurrency: float
     model_max_len: int | None = Field(None, exclude=True, description=(
-        "The model's max_position_embeddings, to say when max_model_len is below it (not in plan.json)"))
+        "The longest context vLLM derives from the model's config (max_position_embeddings, rope scaling "
+        "applied), to say when max_model_len is below it (not in plan.json)"))
 
 
 class EnginePlan(Section):

@@ -57,7 +57,10 @@ class PlanRequest(BaseModel):
     # hardware outside the catalog
     gpu_memory_mib: int | None = Field(default=None, description=(
         "Hardware outside the catalog: memory of one GPU in MiB (as nvidia-smi reports)."))
-    gpus_per_node: int | None = Field(default=None, description="Hardware outside the catalog: GPUs per machine.")
+    # le: the largest GPU machines have 8 (EC2 P5/P6) or 16 (DGX-2) GPUs; 64 leaves room, and a
+    # bound keeps the TP x PP search from looping over a typo such as 100000
+    gpus_per_node: int | None = Field(default=None, le=64, description=(
+        "Hardware outside the catalog: GPUs per machine."))
     hardware_name: str | None = Field(default=None, max_length=64, pattern=EC2_INSTANCE_TYPE, description=(
         "Hardware outside the catalog: its EC2 instance type (the GPU pool's instance type), e.g. "
         "p6-b200.48xlarge."))
