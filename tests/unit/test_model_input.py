@@ -262,10 +262,11 @@ def test_vision_tower_weights_reach_the_plan(tmp_path):
 
 @pytest.mark.parametrize("key,value,needle", [
     ("num_hidden_layers", 10**9, "at most 1,024"),
-    ("num_hidden_layers", 10**400, "at most 1,024"),
-    ("hidden_size", 10**30, "at most 2,147,483,647"),
-    ("vocab_size", 2**63, "at most 2,147,483,647"),
-    ("max_position_embeddings", 10**20, "at most 2,147,483,647"),
+    # beyond 2**53 the JSON reader refuses it first (core/json_input.py), still naming the key
+    ("num_hidden_layers", 10**400, "out of range"),
+    ("hidden_size", 2**40, "at most 2,147,483,647"),
+    ("vocab_size", 2**63, "out of range"),
+    ("max_position_embeddings", 2**32, "at most 2,147,483,647"),
 ])
 def test_absurd_config_integers_name_the_key(cli, tmp_path, key, value, needle):
     started = time.monotonic()
