@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vllm_eks.spec.engine_settings import serve_flags
-from vllm_eks.values.vllm_inference.chart import untyped_settings
+from vllm_eks.values.vllm_inference.engine import untyped_settings
 
 
 def value_of(args: Sequence[str], flag: str) -> str | None:

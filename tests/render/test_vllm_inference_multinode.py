@@ -27,7 +27,9 @@ from vllm_eks.core.units import parse_quantity
 from vllm_eks.output.scenario_folder import values_document
 from vllm_eks.spec.plan import Plan
 from vllm_eks.values.options import ValuesOptions
-from vllm_eks.values.vllm_inference.chart import NCCL_SOCKET_IFNAME, VLLM_IMAGE_TAG, build_values
+from vllm_eks.values.vllm_inference.chart import build_values
+from vllm_eks.values.vllm_inference.images import VLLM_IMAGE_TAG
+from vllm_eks.values.vllm_inference.multi_node import NCCL_SOCKET_IFNAME
 
 # The committed scenarios use the default release and namespace.
 DEFAULTS = ValuesOptions()

@@ -18,7 +18,8 @@ from vllm_eks.core import contract
 from vllm_eks.output.scenario_folder import values_document
 from vllm_eks.spec.plan import Plan
 from vllm_eks.values.options import ValuesOptions
-from vllm_eks.values.vllm_inference.chart import RAY_IMAGE_TAG, RAY_VERSION, build_values
+from vllm_eks.values.vllm_inference.chart import build_values
+from vllm_eks.values.vllm_inference.images import RAY_IMAGE_TAG, RAY_VERSION
 
 # The committed scenarios use the default release and namespace.
 DEFAULTS = ValuesOptions()

@@ -21,7 +21,7 @@ PROJECT_STRINGS = {"vllm-eks.io/pool", "/health"}
 SERVING_PORT = 8000
 # A values key may default to the same number: the Service port (service.port) is a values key the
 # generator writes, distinct from the container port the templates fix.
-VALUES_DEFAULTS = {("values/vllm_inference/chart.py", "Service.port")}
+VALUES_DEFAULTS = {("values/vllm_inference/pod.py", "Service.port")}
 # Label keys, annotation keys and extended resource names: <dns-subdomain>/<name>.
 QUALIFIED_NAME = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?\.[a-z]{2,})/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 # Domains of the other projects whose API names the code may use where it needs them.

@@ -99,7 +99,7 @@ def test_parse_quotas():
 
 def test_chart_rollout_surge_matches():
     """The rolling-update peak assumes the chart's maxSurge default, which the values model keeps."""
-    from vllm_eks.values.vllm_inference.chart import RollingUpdate
+    from vllm_eks.values.vllm_inference.pod import RollingUpdate
     chart = yaml.safe_load((CHARTS / "vllm-inference" / "values.yaml").read_text())
     assert chart["strategy"]["rollingUpdate"]["maxSurge"] == quota.ROLLOUT_MAX_SURGE
     assert RollingUpdate().max_surge == quota.ROLLOUT_MAX_SURGE

@@ -30,7 +30,8 @@ from vllm_eks.values.schema import (
     values_reference_markdown,
     values_schema,
 )
-from vllm_eks.values.vllm_inference.chart import TYPED_ENGINE_SETTINGS, VllmInferenceValues, build_values
+from vllm_eks.values.vllm_inference.chart import VllmInferenceValues, build_values
+from vllm_eks.values.vllm_inference.engine import TYPED_ENGINE_SETTINGS
 
 CHART = CHARTS / "vllm-inference"
 TITLE = "vllm-inference values"
