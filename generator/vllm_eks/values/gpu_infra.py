@@ -27,6 +27,7 @@ from vllm_eks.values.base import (
     ContainerImage,
     Int32,
     LabelMap,
+    NameOverrides,
     Quantity,
     ValuesModel,
     on_demand,
@@ -312,7 +313,7 @@ class NetworkPolicy(ValuesModel):
             "`[{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}}]`"))
 
 
-class GpuInfraValues(ValuesModel):
+class GpuInfraValues(NameOverrides):
     """Values of charts/gpu-infra. `vllm-eks values` writes a file of this shape from the same Plan
     as the model server, so pool labels, taints, EFA needs and GPU limits agree by construction.
 
