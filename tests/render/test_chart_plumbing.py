@@ -136,7 +136,7 @@ def test_fullname_override_renames_the_objects(chart: str) -> None:
     assert [o["kind"] for o in before] == [o["kind"] for o in after]
     prefix = f"rel-{chart}"
     renamed = 0
-    for old, new in zip(before, after):
+    for old, new in zip(before, after, strict=True):
         kind, name = old["kind"], old["metadata"]["name"]
         if kind in named_from_values:
             assert new["metadata"]["name"] == name, (kind, name)
