@@ -113,3 +113,45 @@ def test_every_rule_is_called_once(chart: str) -> None:
     others = [(name, m) for name, text in templates.items() for m in re.findall(r'include "' + rule + '"', text)
               if name != "_validate.tpl"]
     assert not others, others
+
+
+# A values file each chart renders many kinds of objects with; the names of the objects a chart
+# names from its values rather than from the release (gpu-infra's cluster-scoped NodePools and
+# EC2NodeClasses are named after each pool, which `vllm-eks values` makes unique per release).
+OVERRIDE_CASES = {
+    "gpu-infra": (CHARTS_DIR / "gpu-infra" / "ci" / "02-efa-pool-values.yaml", {"NodePool", "EC2NodeClass"}),
+    "observability": (CHARTS_DIR / "observability" / "ci" / "01-single-node-values.yaml", set()),
+    "vllm-inference": (CHARTS_DIR / "vllm-inference" / "values.yaml", set()),
+}
+
+
+# vllm-inference writes some object names from its fullname unquoted (PodDisruptionBudget, ...):
+# fullnameOverride "true" renders a boolean name there; its templates are to quote them.
+_UNQUOTED = pytest.mark.xfail(strict=True, reason="vllm-inference names some objects by an unquoted fullname")
+
+
+@pytest.mark.parametrize(("chart", "override"), [(c, "other") for c in CHARTS] + [
+    pytest.param(c, "true", marks=[_UNQUOTED] if c == "vllm-inference" else []) for c in CHARTS])
+def test_fullname_override_renames_the_objects(chart: str, override: str) -> None:
+    """fullnameOverride replaces the `<release>-<chart>` prefix of every object the chart names from
+    the release; nameOverride the app.kubernetes.io/name label. Objects named from values keep their names."""
+    values_file, named_from_values = OVERRIDE_CASES[chart]
+    before = helm.render(CHARTS_DIR / chart, [values_file], release="rel", namespace="ns")
+    nick = "nick" if override == "other" else "123"  # a name YAML would read as a boolean or number stays a string
+    after = helm.render(CHARTS_DIR / chart, [values_file], release="rel", namespace="ns",
+                        set_values={"fullnameOverride": override, "nameOverride": nick})
+    assert [o["kind"] for o in before] == [o["kind"] for o in after]
+    prefix = f"rel-{chart}"
+    renamed = 0
+    for old, new in zip(before, after, strict=True):
+        kind, name = old["kind"], old["metadata"]["name"]
+        if kind in named_from_values:
+            assert new["metadata"]["name"] == name, (kind, name)
+            continue
+        assert name.startswith(prefix), (kind, name)
+        assert new["metadata"]["name"] == override + name[len(prefix):], (kind, name)
+        renamed += 1
+        if "app.kubernetes.io/name" in old["metadata"].get("labels", {}):
+            assert new["metadata"]["labels"]["app.kubernetes.io/name"] == nick, (kind, name)
+    assert renamed >= 2, f"{chart}: {renamed} objects named from the release"
+    assert {o["kind"] for o in before} >= named_from_values

@@ -324,3 +324,37 @@ def test_cluster_name_drives_role_and_discovery(tmp_path: Path) -> None:
                                 "discovery": {"tagValue": "shared"}})
     assert nc["spec"]["role"] == "MyNodes"
     assert nc["spec"]["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "shared"}}]
+
+
+DAEMONSETS = {"nvidiaDevicePlugin": "nvidia-device-plugin", "efaDevicePlugin": "efa-device-plugin",
+              "dcgmExporter": "dcgm-exporter"}
+
+
+def test_a_digest_pins_every_daemonset_image(tmp_path: Path) -> None:
+    """image.digest wins over the tag in each DaemonSet; the CKV_K8S_43 skip (pinned by tag) goes with it."""
+    digests = {key: "sha256:" + f"{n:x}" * 64 for n, key in enumerate(DAEMONSETS, 10)}
+    values = {key: {"enabled": True, "image": {"digest": digest}} for key, digest in digests.items()}
+    path = tmp_path / "digests.yaml"
+    path.write_text(yaml.safe_dump(values))
+    default = yaml.safe_load((CHART / "values.yaml").read_text())
+    pinned = {o["metadata"]["name"]: o for o in helm.render(CHART, [CI_FILES[0], path], release="gpu-infra",
+                                                           namespace=NAMESPACE) if o["kind"] == "DaemonSet"}
+    by_tag = {o["metadata"]["name"]: o for o in _render(CI_FILES[0], "helm4") if o["kind"] == "DaemonSet"}
+    for key, component in DAEMONSETS.items():
+        ds = pinned[f"gpu-infra-{component}"]
+        [container] = ds["spec"]["template"]["spec"]["containers"]
+        assert container["image"] == f"{default[key]['image']['repository']}@{digests[key]}", key
+        assert not any(v.startswith("CKV_K8S_43=") for v in ds["metadata"]["annotations"].values()), key
+    for name, ds in by_tag.items():
+        [container] = ds["spec"]["template"]["spec"]["containers"]
+        assert "@" not in container["image"], name
+        assert any(v.startswith("CKV_K8S_43=") for v in ds["metadata"]["annotations"].values()), name
+
+
+@pytest.mark.parametrize("key", sorted(DAEMONSETS))
+def test_schema_refuses_a_malformed_digest(tmp_path: Path, key: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({key: {"image": {"digest": "sha256:not-a-digest"}}}))
+    with pytest.raises(helm.HelmError) as err:
+        helm.render(CHART, [path], namespace=NAMESPACE)
+    assert f"/{key}/image/digest" in str(err.value), str(err.value)

@@ -53,5 +53,37 @@ def test_the_rules_on_a_small_chart(tmp_path: Path) -> None:
     # a.c and viaVar.y are read by no template; the whole subtree of `whole` is read by toYaml
     assert found.unread == ["a.c", "unused", "viaVar.y"]
     assert sorted(found.unknown) == ["missing", "n.deeper"]
-    assert [r.path for r in reads('{{ range $k, $p := .Values.pools }}{{ $p.name }}{{ end }}', "t")] == [
-        ("pools", "name")]
+    # a range reads the list whole; its element variable reads through it
+    assert [(r.path, r.whole) for r in reads('{{ range $k, $p := .Values.pools }}{{ $p.name }}{{ end }}', "t")] == [
+        (("pools",), True), (("pools", "name"), False)]
+
+
+def test_an_ancestor_covers_its_subtree_only_when_handed_whole(tmp_path: Path) -> None:
+    chart = tmp_path / "demo"
+    (chart / "templates").mkdir(parents=True)
+    closed = {"type": "object", "additionalProperties": False}
+
+    def obj(*names: str) -> dict:
+        return closed | {"properties": {n: {"type": "string"} for n in names}}
+    schema = closed | {"properties": {
+        "tested": obj("x"), "piped": obj("x"), "ranged": obj("x"), "merged": obj("x"), "dynamic": obj("x"),
+        "viaWith": obj("used", "dead"), "viaHelper": obj("used", "dead"), "viaDict": obj("used", "dead"),
+        "unfollowed": obj("x"), "open": {"type": "object", "properties": {"x": {"type": "string"}}},
+        "viaVar": obj("x")}}
+    (chart / "values.schema.json").write_text(json.dumps(schema))
+    (chart / "templates" / "_h.tpl").write_text(
+        '{{- define "h.one" -}}{{ .used }}{{- end -}}\n'
+        '{{- define "h.two" -}}{{- $i := .img -}}{{ $i.used }} {{ .other }}{{- end -}}\n')
+    (chart / "templates" / "x.yaml").write_text(
+        '{{- if .Values.tested }}{{ default "a" .Values.viaVar }}{{ end }}\n'  # a test or a default: no subtree
+        '{{ .Values.piped | toYaml }} {{ range .Values.ranged }}{{ . }}{{ end }}\n'
+        '{{ merge (dict) .Values.merged }} {{- range $k := list "x" }}{{ index $.Values.dynamic $k }}{{ end }}\n'
+        '{{- with .Values.viaWith }}{{ .used }}{{ end }}\n'
+        '{{ include "h.one" .Values.viaHelper }} {{ include "h.two" (dict "img" .Values.viaDict "other" 1) }}\n'
+        '{{ include (printf "h.%s" "one") .Values.unfollowed }} {{ .Values.open }}\n')
+    found = check_chart(chart)
+    # read only through an ancestor that is tested, defaulted, or bound for its fields: unread
+    assert found.unread == ["tested.x", "viaDict.dead", "viaHelper.dead", "viaVar.x", "viaWith.dead"]
+    # handed whole (toYaml, range, merge, a key that is no literal, a helper not followed) or passed through
+    assert found.via_ancestor == ["dynamic.x", "merged.x", "open.x", "piped.x", "ranged.x", "unfollowed.x"]
+    assert not found.unknown

@@ -24,7 +24,7 @@ app.kubernetes.io/part-of: vllm-eks
 
 {{/* Minimal selector labels: name, instance, component. */}}
 {{- define "gpu-infra.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "gpu-infra.name" .ctx }}
+app.kubernetes.io/name: {{ include "gpu-infra.name" .ctx | quote }}
 app.kubernetes.io/instance: {{ .ctx.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}

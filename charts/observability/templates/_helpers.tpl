@@ -14,7 +14,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 Minimal selector labels.
 */}}
 {{- define "observability.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "observability.name" . }}
+app.kubernetes.io/name: {{ include "observability.name" . | quote }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 

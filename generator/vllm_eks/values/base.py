@@ -80,6 +80,16 @@ class ValuesModel(BaseModel):
                               protected_namespaces=())
 
 
+class NameOverrides(ValuesModel):
+    """nameOverride and fullnameOverride, read by the names helper every chart shares
+    (tools/chart-templates/names.tpl); empty: the chart name and `<release>-<chart>`."""
+
+    name_override: str = Field("", pattern=OPTIONAL_DNS1123_LABEL, max_length=63, description=(
+        "Replaces the chart name in object names and the app.kubernetes.io/name label"))
+    fullname_override: str = Field("", pattern=OPTIONAL_DNS1035_LABEL, max_length=63, description=(
+        "Replaces the full object name prefix (also of Service names: a letter first)"))
+
+
 class ResourceList(ValuesModel):
     """Kubernetes requests or limits; an empty quantity is left out."""
 

@@ -24,8 +24,10 @@ from vllm_eks.values.base import (
     EKS_CLUSTER_NAME,
     IMAGE_TAG,
     CapacityType,
+    ContainerImage,
     Int32,
     LabelMap,
+    NameOverrides,
     Quantity,
     ValuesModel,
     on_demand,
@@ -77,9 +79,11 @@ GP3_IOPS = 16000
 GP3_THROUGHPUT_MIBPS = 1000
 
 
-class Image(ValuesModel):
-    repository: str = Field(description="Image repository")
-    tag: str = Field(pattern=IMAGE_TAG, description="Pinned image tag (never `latest`)")
+class Image(ContainerImage):
+    """A DaemonSet's image: pinned by tag by default (each mirror of an image has a digest of its own,
+    so the chart cannot default one); a digest, when set, wins over the tag."""
+
+    tag: str = Field(pattern=IMAGE_TAG, description="Pinned image tag (never `latest`); ignored when `digest` is set")
     pull_policy: Literal["IfNotPresent", "Always"] = Field(
         default="IfNotPresent", description="Kubernetes imagePullPolicy")
 
@@ -309,7 +313,7 @@ class NetworkPolicy(ValuesModel):
             "`[{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}}]`"))
 
 
-class GpuInfraValues(ValuesModel):
+class GpuInfraValues(NameOverrides):
     """Values of charts/gpu-infra. `vllm-eks values` writes a file of this shape from the same Plan
     as the model server, so pool labels, taints, EFA needs and GPU limits agree by construction.
 

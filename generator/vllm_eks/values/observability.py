@@ -22,6 +22,7 @@ from vllm_eks.values.base import (
     Int32,
     KubernetesObject,
     LabelMap,
+    NameOverrides,
     ValuesModel,
 )
 from vllm_eks.values.options import ValuesOptions
@@ -338,7 +339,7 @@ class Autoscaling(ValuesModel):
         return self
 
 
-class ObservabilityValues(ValuesModel):
+class ObservabilityValues(NameOverrides):
     """Values of the observability chart. `vllm-eks values` writes a file of these for a Plan; the
     defaults describe a single-node release named `vllm` in the release namespace."""
 
