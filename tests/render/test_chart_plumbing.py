@@ -125,13 +125,8 @@ OVERRIDE_CASES = {
 }
 
 
-# vllm-inference writes some object names from its fullname unquoted (PodDisruptionBudget, ...):
-# fullnameOverride "true" renders a boolean name there; its templates are to quote them.
-_UNQUOTED = pytest.mark.xfail(strict=True, reason="vllm-inference names some objects by an unquoted fullname")
-
-
 @pytest.mark.parametrize(("chart", "override"), [(c, "other") for c in CHARTS] + [
-    pytest.param(c, "true", marks=[_UNQUOTED] if c == "vllm-inference" else []) for c in CHARTS])
+    (c, "true") for c in CHARTS])
 def test_fullname_override_renames_the_objects(chart: str, override: str) -> None:
     """fullnameOverride replaces the `<release>-<chart>` prefix of every object the chart names from
     the release; nameOverride the app.kubernetes.io/name label. Objects named from values keep their names."""

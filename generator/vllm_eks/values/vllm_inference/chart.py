@@ -17,12 +17,10 @@ from vllm_eks.core.topology import ON_RAY, Topology, keda_scales
 from vllm_eks.core.units import bytes_quantity, cpu_quantity
 from vllm_eks.spec.plan import Plan
 from vllm_eks.values.base import (
-    OPTIONAL_DNS1035_LABEL,
-    OPTIONAL_DNS1123_LABEL,
     AnnotationMap,
     LabelMap,
+    NameOverrides,
     ResourceList,
-    ValuesModel,
 )
 from vllm_eks.values.options import ValuesOptions, efa_zone
 from vllm_eks.values.vllm_inference.benchmark_job import Benchmark
@@ -74,17 +72,13 @@ from vllm_eks.values.vllm_inference.routing_model import ApiKey, Routing
 from vllm_eks.values.vllm_inference.staging_job import Staging, staging_values
 
 
-class VllmInferenceValues(ValuesModel):
+class VllmInferenceValues(NameOverrides):
     """Values of charts/vllm-inference. `vllm-eks values` writes a values file sized for one model
     on one instance type (see values/<scenario>/vllm-inference.yaml); pass it with -f. The defaults
     serve a small public model on one GPU."""
 
     global_: dict[str, Any] = Field(default_factory=dict, alias="global",
                                     description="Global values of a parent chart (unused here)")
-    name_override: str = Field("", pattern=OPTIONAL_DNS1123_LABEL, max_length=63, description=(
-        "Replaces the chart name in object names and the app.kubernetes.io/name label"))
-    fullname_override: str = Field("", pattern=OPTIONAL_DNS1035_LABEL, max_length=63, description=(
-        "Replaces the full object name prefix (also the Service name: a letter first)"))
     topology: Topology = Field("single-node", description=(
         "How a model copy is laid out (docs/topologies.md). `single-node`: a Deployment, tensor parallel across the "
         "GPUs of one node, `replicas` copies behind one Service. `multi-node`: a LeaderWorkerSet, TP inside each "
