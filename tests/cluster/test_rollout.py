@@ -48,7 +48,9 @@ def test_default_strategy_rolls_out_without_spare_node_and_surge_deadlocks(clust
     replicas = nodes * per
     gpu_nodes(shape, nodes)
     cluster.ensure_namespace(ns)
-    base = ["--namespace", ns, "--values", values, "--set-json", f"replicas={replicas}"]
+    # the chart owns the count here (the scenario leaves it to KEDA, which this test does not run)
+    base = ["--namespace", ns, "--values", values, "--set-json", f"replicas={replicas}",
+            "--set-json", "replicasManagedExternally=false"]
     try:
         cluster.helm(HELM, ["install", release, chart, *base, "--wait", "--timeout", "180s"])
         dep = cluster.apps.read_namespaced_deployment(group.name, ns)
