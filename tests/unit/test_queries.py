@@ -333,3 +333,16 @@ def test_serving_dashboard_has_the_seed_panels() -> None:
                    "vllm:num_requests_running", "vllm:num_preemptions_total", "vllm:prefix_cache_hits_total",
                    'finished_reason=~"error|abort"', "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_XID_ERRORS"):
         assert needle in exprs, f"serving dashboard has no panel reading {needle}"
+
+
+def test_dcgm_block_is_the_counters_file_gpu_infra_ships() -> None:
+    """The DCGM names the queries may use are exactly what charts/gpu-infra's collectors file asks
+    the exporter for (label-type lines excluded: they become labels, not series)."""
+    shipped = []
+    for line in (CHARTS / "gpu-infra" / "files" / "dcgm-counters.csv").read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            field, kind, _help = (part.strip() for part in line.split(",", 2))
+            if kind != "label":
+                shipped.append(f"{field} {kind}")
+    assert BLOCKS["dcgm-exporter"] == shipped, "docs/metrics-sources.md dcgm-exporter block differs from " \
+        "charts/gpu-infra/files/dcgm-counters.csv"

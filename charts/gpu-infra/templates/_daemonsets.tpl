@@ -19,6 +19,17 @@ seccompProfile:
   type: RuntimeDefault
 {{- end -}}
 
+{{/* Where the DCGM exporter finds the chart's counters file (dcgm-exporter-configmap.yaml). A
+directory of its own, so the image's /etc/dcgm-exporter stays as shipped. */}}
+{{- define "gpu-infra.dcgmCountersDir" -}}/etc/dcgm-exporter/chart{{- end -}}
+{{- define "gpu-infra.dcgmCountersKey" -}}counters.csv{{- end -}}
+{{- define "gpu-infra.dcgmCountersPath" -}}
+{{- printf "%s/%s" (include "gpu-infra.dcgmCountersDir" .) (include "gpu-infra.dcgmCountersKey" .) -}}
+{{- end -}}
+
+{{/* DCGM_EXP_XID_ERRORS_COUNT window: 5 minutes, the exporter's own default at 4.5.3-4.8.2. */}}
+{{- define "gpu-infra.dcgmXidCountWindowMs" -}}300000{{- end -}}
+
 {{/* Bottlerocket runs its own NVIDIA device plugin: the chart's must be off. */}}
 {{- define "gpu-infra.validateValues.bottlerocketDevicePlugin" -}}
 {{- if and (eq .Values.amiFamily "bottlerocket") .Values.nvidiaDevicePlugin.enabled -}}
