@@ -157,3 +157,19 @@ def test_values_flags_are_checked(cli, tmp_path, flag, value):
     assert flag in r.stderr or flag.lstrip("-") in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("extra", [[], ["--capacity-type", "on-demand"]], ids=["reserved only", "with on-demand"])
+def test_reserved_capacity_without_a_reservation_id_is_refused(cli, tmp_path, extra):
+    """--capacity-type reserved selects no reservation by itself: gpu-infra would refuse the values."""
+    r = cli("values", *M8, *G6E, "--out", str(tmp_path / "out"), "--capacity-type", "reserved", *extra)
+    _assert_one_line_error(r, "--capacity-reservation-id")
+    assert "--capacity-type reserved" in r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_reserved_capacity_with_a_reservation_id_writes_values(cli, tmp_path):
+    r = cli("values", *M8, *G6E, "--out", str(tmp_path / "out"), "--capacity-type", "reserved",
+            "--capacity-reservation-id", "cr-0123456789abcdef0")
+    assert r.exit_code == 0, r.stderr
+    assert "cr-0123456789abcdef0" in (tmp_path / "out" / "gpu-infra.yaml").read_text()

@@ -32,7 +32,7 @@ from vllm_eks.values.base import (
     ValuesModel,
     on_demand,
 )
-from vllm_eks.values.options import ValuesOptions, efa_zone
+from vllm_eks.values.options import ValuesOptions, efa_zone, pool_capacity_types
 
 Zone = Annotated[str, Field(pattern=AVAILABILITY_ZONE, max_length=64)]
 InstanceType = Annotated[str, Field(pattern=EC2_INSTANCE_TYPE, max_length=64)]
@@ -439,9 +439,7 @@ def _placement_group(value: str | None) -> PlacementGroup | None:
 def build_values(plan: Plan, options: ValuesOptions) -> GpuInfraValues:
     efa = plan.pod.efa_devices_per_pod > 0
     zone = efa_zone(plan.pod.efa_devices_per_pod, options)
-    capacity_types = list(dict.fromkeys(options.capacity_types))
-    if options.capacity_reservation_ids and "reserved" not in capacity_types:
-        capacity_types.append("reserved")
+    capacity_types = pool_capacity_types(options)
     pool = Pool(
         name=contract.pool_name(plan.instance, options.release, options.namespace),
         instance_types=[plan.instance],

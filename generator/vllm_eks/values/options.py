@@ -116,3 +116,17 @@ def efa_zone(efa_devices_per_pod: int, options: ValuesOptions) -> str:
             f"--zone is required: the plan uses EFA ({efa_devices_per_pod} interfaces per pod), and the "
             "group and its GPU pool must stay in one availability zone (EFA traffic does not cross zones)")
     return options.zone or ""
+
+
+def pool_capacity_types(options: ValuesOptions) -> list[str]:
+    """The GPU pool's capacity types: --capacity-type in order without repeats, plus `reserved`
+    when reservation ids are given. `reserved` alone selects no capacity: Karpenter launches
+    reserved nodes only into the reservations the pool names."""
+    capacity_types = list(dict.fromkeys(options.capacity_types))
+    if "reserved" in capacity_types and not options.capacity_reservation_ids:
+        raise InvalidOptionError(
+            "--capacity-type reserved needs --capacity-reservation-id (the ODCR or Capacity Block id, cr-...): "
+            "Karpenter launches reserved nodes only into the reservations a pool names")
+    if options.capacity_reservation_ids and "reserved" not in capacity_types:
+        capacity_types.append("reserved")
+    return capacity_types
