@@ -221,8 +221,12 @@ def test_schema_rejects_bad_values(tmp_path: Path, helm_version: str, bad: dict,
                                      "limits": {"cpu": "500m", "memory": "1Gi"}}}},
      ["nvidiaDevicePlugin.resources.requests.cpu", "dcgmExporter.resources.requests.memory"]),
     ({"poolDefaults": {"labels": {"vllm-eks.io/pool": "other"}}}, ["pools[0].labels.vllm-eks.io/pool"]),
+    # a misspelt type and a non-GPU one: well-formed names Karpenter would never launch a GPU node for
+    ({"pools": [{"name": "a", "instanceTypes": ["p5.48xlarg"], "gpuLimit": 8},
+                {"name": "b", "instanceTypes": ["g5.xlarge", "m5.large"], "gpuLimit": 1}]},
+     ["pools[0].instanceTypes", "pools[1].instanceTypes"]),
 ], ids=["latest-ami", "bottlerocket-plus-plugin", "efa-zone-plugin", "reservations", "several", "insecure-nodes",
-        "requests-above-limits", "pool-label"])
+        "requests-above-limits", "pool-label", "unknown-instance-types"])
 def test_validate_helper_names_every_key(tmp_path: Path, bad: dict, keys: list[str]) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))
@@ -358,3 +362,19 @@ def test_schema_refuses_a_malformed_digest(tmp_path: Path, key: str) -> None:
     with pytest.raises(helm.HelmError) as err:
         helm.render(CHART, [path], namespace=NAMESPACE)
     assert f"/{key}/image/digest" in str(err.value), str(err.value)
+
+
+def test_an_unlisted_instance_type_renders_when_the_pool_allows_it(tmp_path: Path, crd_registry) -> None:
+    """A type newer than the catalog: refused with the key that admits it, rendered once it is set."""
+    pool = {"name": "next", "instanceTypes": ["p7.48xlarge"], "gpuLimit": 8}
+    path = tmp_path / "v.yaml"
+    path.write_text(yaml.safe_dump({"pools": [pool]}))
+    with pytest.raises(helm.HelmError) as err:
+        helm.render(CHART, [path], namespace=NAMESPACE)
+    assert '"p7.48xlarge" is not in the vllm-eks instance catalog' in str(err.value)
+    assert "pools[0].allowUnlistedInstanceTypes: true" in str(err.value)
+    path.write_text(yaml.safe_dump({"pools": [{**pool, "allowUnlistedInstanceTypes": True}]}))
+    objects = helm.render(CHART, [path], namespace=NAMESPACE)
+    (node_pool,) = [o for o in objects if o["kind"] == "NodePool"]
+    requirements = node_pool["spec"]["template"]["spec"]["requirements"]
+    assert {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["p7.48xlarge"]} in requirements

@@ -113,3 +113,26 @@ set in the pool wins. Unlike sprig merge, an explicit false/0/null in the pool i
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+Every pool instance type is one the vllm-eks catalog knows (files/instance-catalog.txt, generated
+from it), unless the pool says allowUnlistedInstanceTypes: a misspelt or non-GPU type renders
+fine and Karpenter then launches nothing, leaving the model server Pending with no error.
+*/}}
+{{- define "gpu-infra.validateValues.instanceTypes" -}}
+{{- $catalog := list -}}
+{{- range splitList "\n" (.Files.Get "files/instance-catalog.txt") -}}
+{{- if and . (not (hasPrefix "#" .)) -}}
+{{- $catalog = append $catalog . -}}
+{{- end -}}
+{{- end -}}
+{{- range $i, $p := (include "gpu-infra.pools" . | fromJson).pools -}}
+{{- if not $p.allowUnlistedInstanceTypes -}}
+{{- range $t := $p.instanceTypes -}}
+{{- if not (has $t $catalog) -}}
+{{- printf "pools[%d].instanceTypes: %q is not in the vllm-eks instance catalog (`vllm-eks catalog instances`); for a type newer than the catalog set pools[%d].allowUnlistedInstanceTypes: true\n" $i $t $i -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

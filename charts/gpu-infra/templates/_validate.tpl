@@ -11,6 +11,7 @@ with every message (templates/validate.yaml).
 {{- $out = print $out (include "gpu-infra.validateValues.latestAmi" .) -}}
 {{- $out = print $out (include "gpu-infra.validateValues.bottlerocketDevicePlugin" .) -}}
 {{- $out = print $out (include "gpu-infra.validateValues.uniquePoolNames" .) -}}
+{{- $out = print $out (include "gpu-infra.validateValues.instanceTypes" .) -}}
 {{- $out = print $out (include "gpu-infra.validateValues.efaZone" .) -}}
 {{- $out = print $out (include "gpu-infra.validateValues.reservedCapacity" .) -}}
 {{- $out = print $out (include "gpu-infra.validateValues.reservationTerms" .) -}}

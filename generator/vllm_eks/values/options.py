@@ -118,7 +118,7 @@ def efa_zone(efa_devices_per_pod: int, options: ValuesOptions) -> str:
     return options.zone or ""
 
 
-def pool_capacity_types(options: ValuesOptions) -> list[str]:
+def pool_capacity_types(options: ValuesOptions) -> list[CapacityType]:
     """The GPU pool's capacity types: --capacity-type in order without repeats, plus `reserved`
     when reservation ids are given. `reserved` alone selects no capacity: Karpenter launches
     reserved nodes only into the reservations the pool names."""
