@@ -201,6 +201,9 @@ BAD_VALUES = [
     ({"rules": {"podRegex": "vllm-(?!prefill).*"}}, "rules.podRegex"),  # lookahead: not RE2
     ({"rules": {"podRegex": "(vllm)-\\1"}}, "rules.podRegex"),  # backreference: not RE2
     ({"rules": {"podRegex": "vllm-[a-"}}, "rules.podRegex"),
+    # every alert flattened to one severity, e.g. none, would page for nothing
+    ({"rules": {"additionalAlertLabels": {"severity": "none"}}}, "rules.additionalAlertLabels.severity"),
+    ({"rules": {"additionalAlertLabels": {"team": "ml", "alertname": "x"}}}, "rules.additionalAlertLabels.alertname"),
     ({"dashboards": {"sidecarLabels": {"app.kubernetes.io/name": "x"}}}, "dashboards.sidecarLabels.app.kubernetes.io/name"),
     ({"prometheus": {"monitorLabels": {"helm.sh/chart": "x"}}}, "prometheus.monitorLabels.helm.sh/chart"),
     ({"monitors": {"picker": {"enabled": True, "job": ""}}}, "monitors.picker.job"),

@@ -131,3 +131,18 @@ def test_unit_tests_notice_a_changed_rule(tmp_path: Path, change: dict) -> None:
     rule = _rule([TEST_VALUES], set_values=change)
     with pytest.raises(promtool.PromtoolError):
         _run_unit_tests(rule, tmp_path)
+
+
+ALERT_SEVERITIES = {"critical", "warning"}
+
+
+def test_every_alert_has_a_paging_or_warning_severity() -> None:
+    """Severities come from the rule sources only, each critical or warning (what Alertmanager routes
+    on), and at least one alert pages; extra labels add to them and never replace them."""
+    rule = _rule([TEST_VALUES], set_values={"rules.additionalAlertLabels.team": "ml-platform"})
+    assert rule is not None
+    alerts = _alerts(rule)
+    severities = {a["alert"]: a["labels"].get("severity") for a in alerts}
+    assert set(severities.values()) <= ALERT_SEVERITIES, severities
+    assert "critical" in severities.values(), severities
+    assert all(a["labels"].get("team") == "ml-platform" for a in alerts)

@@ -50,3 +50,13 @@ def test_no_price_writes_zero(plan) -> None:
                               hardware_name="x1.gpu"))
     assert p.cost.cost_per_hour_usd is None
     assert observability.build_values(p, ValuesOptions()).cost.price_per_replica_hour_usd == 0
+
+
+@pytest.mark.parametrize("key", ["severity", "alertname"])
+def test_alert_labels_may_not_replace_each_alerts_own(key: str) -> None:
+    from pydantic import ValidationError
+
+    from vllm_eks.values.observability import Rules
+    with pytest.raises(ValidationError, match=f"rules.additionalAlertLabels.{key}: set by each alert"):
+        Rules(additional_alert_labels={"team": "ml", key: "none"})
+    assert Rules(additional_alert_labels={"team": "ml"}).additional_alert_labels == {"team": "ml"}

@@ -18,3 +18,17 @@ every string, so the match is false only when the pattern cannot compile.
 {{- printf "rules.podRegex: %q is not a regular expression Prometheus can compile (RE2 syntax: no lookaround, no backreferences)\n" $regex -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+Each alert carries its own severity (critical pages, warning does not; docs/runbooks/README.md) and
+its own alertname. rules.additionalAlertLabels adds labels around them and cannot replace them: a
+severity or alertname there would be silently dropped (the rule's own label wins), or, if it won,
+would give every alert one severity, e.g. none, so nothing pages. Refused by key instead.
+*/}}
+{{- define "observability.validateValues.additionalAlertLabels" -}}
+{{- range $key := list "severity" "alertname" -}}
+{{- if hasKey $.Values.rules.additionalAlertLabels $key -}}
+{{- printf "rules.additionalAlertLabels.%s: set by each alert (severity critical or warning, see docs/runbooks/README.md); route on another label, e.g. team\n" $key -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

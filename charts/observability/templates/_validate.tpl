@@ -18,6 +18,7 @@ a key set to null passes it, and renders with --skip-schema-validation rely on t
 {{- $out = print $out (include "observability.validateValues.runbookBaseUrl" .) -}}
 {{- $out = print $out (include "observability.validateValues.scrapeTimeout" .) -}}
 {{- $out = print $out (include "observability.validateValues.podRegex" .) -}}
+{{- $out = print $out (include "observability.validateValues.additionalAlertLabels" .) -}}
 {{- $out = print $out (include "observability.validateValues.pickerMonitor" .) -}}
 {{- $out = print $out (include "observability.validateValues.metadataKeys" .) -}}
 {{- $out = print $out (include "observability.validateValues.chartLabels" .) -}}

@@ -222,7 +222,17 @@ class Rules(ValuesModel):
     kube_state_metrics: bool = Field(default=True, description=(
         "Render the restart-loop alert (needs kube-state-metrics)"))
     additional_alert_labels: dict[str, str] = Field(default_factory=dict, description=(
-        "Extra labels on every alert (e.g. `team: ml-platform` for Alertmanager routing)"))
+        "Extra labels on every alert (e.g. `team: ml-platform` for Alertmanager routing). Not `severity` or "
+        "`alertname`: each alert sets its own (critical or warning)"))
+
+    @model_validator(mode="after")
+    def _alert_labels_keep_each_alerts_own(self) -> Rules:
+        # Mirrors observability.validateValues.additionalAlertLabels (templates/_rules.tpl).
+        taken = [key for key in ("severity", "alertname") if key in self.additional_alert_labels]
+        if taken:
+            raise ValueError(f"rules.additionalAlertLabels.{taken[0]}: set by each alert (severity critical or "
+                             "warning); route on another label, e.g. team")
+        return self
 
 
 class Cost(ValuesModel):
