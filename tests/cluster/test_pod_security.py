@@ -55,7 +55,8 @@ def _dry_run(cluster: Cluster, namespace: str, pods: list[tuple[str, dict[str, A
                 if err.status != 409:
                     raise
         pc = spec.get("priorityClassName")
-        if pc and pc not in _PRIORITY_CLASSES:  # the Priority admission plugin needs it to exist
+        # the Priority admission plugin needs it to exist; system-* ones are built in (and reserved)
+        if pc and not pc.startswith("system-") and pc not in _PRIORITY_CLASSES:
             cluster.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                             "metadata": {"name": pc}, "value": 1000})
             _PRIORITY_CLASSES.add(pc)
@@ -86,3 +87,34 @@ def test_allow_root_is_refused_by_restricted_admission(cluster: Cluster, restric
     (refusal,) = _dry_run(cluster, restricted_namespace, servers)
     assert re.search(r'violates PodSecurity \\?"restricted:latest\\?"', refusal), refusal
     assert "runAsNonRoot" in refusal, refusal
+
+
+GPU_INFRA = CHARTS / "gpu-infra"
+
+
+@pytest.fixture(scope="module")
+def privileged_namespace(cluster: Cluster) -> Iterator[str]:
+    """Where the README installs gpu-infra: a namespace of its own, enforce=privileged."""
+    name = "pss-privileged"
+    cluster.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(
+        name=name, labels={"pod-security.kubernetes.io/enforce": "privileged"})))
+    yield name
+    cluster.delete_namespace(name, wait=False)
+
+
+def test_gpu_infra_daemonsets_need_the_privileged_level(cluster: Cluster, restricted_namespace: str,
+                                                        privileged_namespace: str) -> None:
+    """Every gpu-infra DaemonSet pod (device plugins with EFA, DCGM exporter) is admitted in a
+    privileged namespace and refused in the model server's restricted one, which is why the README
+    installs gpu-infra into a namespace of its own."""
+    efa = GPU_INFRA / "ci" / "02-efa-pool-values.yaml"  # all three DaemonSets render
+    for namespace, admitted in ((privileged_namespace, True), (restricted_namespace, False)):
+        pods = pod_security.rendered_pod_specs(helm.render(GPU_INFRA, [efa], namespace=namespace))
+        assert {what.split("/")[0] for what, _, _ in pods} == {"DaemonSet"} and len(pods) == 3, \
+            [what for what, _, _ in pods]
+        refused = _dry_run(cluster, namespace, pods)
+        if admitted:
+            assert not refused, "\n".join(refused)
+        else:
+            assert len(refused) == len(pods), "\n".join(refused)
+            assert all(re.search(r'violates PodSecurity \\?"restricted:latest\\?"', r) for r in refused), refused

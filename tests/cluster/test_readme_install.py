@@ -9,7 +9,9 @@ What differs from a user's shell, and why:
 - after the command that writes the values folder, the test creates the kwok GPU nodes Karpenter
   would launch for the folder's pool (the cloud's part, not a README command).
 Every command runs in one bash process, in order; the first failure fails the test with that
-command and its output."""
+command and its output. The API server enforces the namespaces' Pod Security labels, so the run
+also shows gpu-infra's DaemonSets admitted where the README installs them (their pods reach every
+GPU node) and the model server admitted under `restricted`."""
 
 from __future__ import annotations
 
@@ -108,9 +110,14 @@ def test_readme_install_commands_run_as_written(cluster: Cluster, gpu_nodes, tmp
     block = blocks()["install:commands"]
     assert FOLDER in block, f"the install block no longer names {FOLDER}: update this test's substitution"
     steps = commands(block)
-    namespace = next(a[3] for a in map(argv, steps) if a[:3] == ["kubectl", "create", "namespace"])
-    releases = [a[2] for a in map(argv, steps) if a[:2] == ["helm", "install"]]
-    assert len(releases) == 3, steps
+    namespaces = [a[3] for a in map(argv, steps) if a[:3] == ["kubectl", "create", "namespace"]]
+    installs = {a[2]: _namespace_flag(a) for a in map(argv, steps) if a[:2] == ["helm", "install"]}
+    assert len(installs) == 3, steps
+    releases = list(installs)
+    namespace = installs[releases[1]]                  # the model server's
+    infra_namespace = installs[releases[0]]            # gpu-infra's, privileged
+    assert infra_namespace != namespace, "gpu-infra must not share the model server's namespace " \
+        "(its DaemonSets need the privileged Pod Security level)"
     folder = tmp_path / FOLDER
 
     home = tmp_path / "helm-home"
@@ -119,7 +126,8 @@ def test_readme_install_commands_run_as_written(cluster: Cluster, gpu_nodes, tmp
                HELM_CACHE_HOME=str(home / "cache"), HELM_DATA_HOME=str(home / "data"),
                PATH=os.pathsep.join([str(bin_dir()), *_without_setup_tools(env.get("PATH", ""))]))
     env.pop("VLLM_EKS_HELM", None)   # check-fit must find helm the way the README puts it on PATH
-    cluster.delete_namespace(namespace, wait=True)
+    for ns in namespaces:
+        cluster.delete_namespace(ns, wait=True)
     shell = Shell(env, ROOT)
     nodes: list[str] = []
     try:
@@ -131,11 +139,38 @@ def test_readme_install_commands_run_as_written(cluster: Cluster, gpu_nodes, tmp
                 nodes = _create_pool_nodes(folder, namespace, gpu_nodes)
         assert nodes, f"no command wrote {FOLDER}/gpu-infra.yaml"
 
-        deployed = cluster.helm_releases("helm4", namespace)
-        assert sorted(deployed) == sorted(releases), deployed
+        for release, ns in installs.items():
+            assert release in cluster.helm_releases("helm4", ns), (release, ns)
         pods = ready_pods(cluster, namespace, f"app.kubernetes.io/instance={releases[1]}")
         assert pods and all(p.spec.node_name in nodes for p in pods), \
             [(p.metadata.name, p.spec.node_name) for p in pods]
+        _assert_daemon_pods_admitted(cluster, infra_namespace)
     finally:
         shell.close()
-        cleanup(cluster, "helm4", namespace)
+        for ns in dict.fromkeys(installs.values()):
+            cleanup(cluster, "helm4", ns)
+        for ns in namespaces:
+            cluster.delete_namespace(ns, wait=True)
+
+
+def _namespace_flag(args: list[str]) -> str:
+    assert "--namespace" in args, f"a README helm install without --namespace: {args}"
+    return args[args.index("--namespace") + 1]
+
+
+def _assert_daemon_pods_admitted(cluster: Cluster, namespace: str, timeout_s: float = 120) -> None:
+    """Every DaemonSet of gpu-infra got its pod onto each GPU node: Pod Security admitted them. In
+    a namespace below privileged the controller's creates are refused (FailedCreate events) and the
+    count stays 0."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        daemon_sets = cluster.apps.list_namespaced_daemon_set(namespace).items
+        counts = {d.metadata.name: (d.status.current_number_scheduled or 0, d.status.desired_number_scheduled or 0)
+                  for d in daemon_sets}
+        if daemon_sets and all(desired > 0 and current == desired for current, desired in counts.values()):
+            return
+        if time.monotonic() > deadline:
+            refused = [e.message for e in cluster.core.list_namespaced_event(namespace).items
+                       if e.reason == "FailedCreate"]
+            pytest.fail(f"gpu-infra DaemonSets in {namespace} without their pods {counts}: {refused[:3]}")
+        time.sleep(2)

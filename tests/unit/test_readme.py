@@ -43,10 +43,18 @@ def test_install_order_namespace_and_release_match_the_generated_values():
     options = ValuesOptions()
     installs = [a for a in _install_argvs() if a[:2] == ["helm", "install"]]
     assert [a[3] for a in installs] == ["charts/gpu-infra", "charts/vllm-inference", "charts/observability"]
-    for a in installs:
+    # the model server and its monitors where the values say; gpu-infra in a privileged namespace
+    # of its own (its DaemonSets need host access, which restricted refuses)
+    for a in installs[1:]:
         assert a[a.index("--namespace") + 1] == options.namespace
+    infra = installs[0][installs[0].index("--namespace") + 1]
+    assert infra != options.namespace
     assert installs[1][2] == options.release
     assert ["kubectl", "create", "namespace", options.namespace] in _install_argvs()
+    assert ["kubectl", "create", "namespace", infra] in _install_argvs()
+    assert ["kubectl", "label", "namespace", infra, "pod-security.kubernetes.io/enforce=privileged"] in _install_argvs()
+    assert ["kubectl", "label", "namespace", options.namespace,
+            "pod-security.kubernetes.io/enforce=restricted"] in _install_argvs()
     values = next(a for a in _install_argvs() if a[1:2] == ["values"] and a[0].endswith("vllm-eks"))
     check = next(a for a in _install_argvs() if a[1:2] == ["check-fit"])
     assert check[2] == values[values.index("--out") + 1]
