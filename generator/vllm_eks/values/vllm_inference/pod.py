@@ -86,7 +86,8 @@ class CachePvc(ValuesModel):
     size: OptionalQuantity = Field("", description=(
         "storage request of the created claim (the Plan's weights plus compile caches); required with create"))
     storage_class_name: str = Field("", pattern=OPTIONAL_DNS1123_SUBDOMAIN, description=(
-        "storageClassName of the created claim; empty: the cluster's default StorageClass"))
+        "storageClassName of the created claim; required with accessMode ReadWriteMany (EKS's default EBS class "
+        "cannot provision it: an EFS or FSx for Lustre class); empty with ReadWriteOnce: the cluster's default"))
     access_mode: Literal["ReadWriteOnce", "ReadWriteMany"] = Field("ReadWriteOnce", description=(
         "accessModes of the created claim, and what the chart checks the topology against: "
         "ReadWriteOnce (EBS) attaches to one node, so it serves one single-node pod with replicas 1, "

@@ -42,7 +42,8 @@ class StagingPvc(ValuesModel):
         "storage request of the created claim; the generator writes the Plan's weights plus a margin "
         "(staging_claim_bytes in explain); required with create"))
     storage_class_name: str = Field("", pattern=OPTIONAL_DNS1123_SUBDOMAIN, description=(
-        "storageClassName of the created claim; empty: the cluster's default StorageClass"))
+        "storageClassName of the created claim; required with accessMode ReadWriteMany (EKS's default EBS class "
+        "cannot provision it: an EFS or FSx for Lustre class); empty with ReadWriteOnce: the cluster's default"))
     access_mode: Literal["ReadWriteOnce", "ReadWriteMany"] = Field("ReadWriteMany", description=(
         "accessModes of the created claim. ReadWriteMany (EFS, FSx for Lustre) lets every server pod mount "
         "the copy; ReadWriteOnce (EBS) suits one server pod on one node"))
