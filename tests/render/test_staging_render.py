@@ -24,7 +24,8 @@ REPO = "Qwen/Qwen2.5-7B-Instruct"
 CLAIM = "vllm-weights"
 PVC_SERVER = {"model.source": "pvc", "model.name": f"/models/{REPO}", "model.pvc.claimName": CLAIM}
 PVC_CREATED = {**PVC_SERVER, "staging.enabled": True, "staging.repo": REPO, "staging.pvc.claimName": CLAIM,
-               "staging.pvc.create": True, "staging.pvc.size": "18Gi", "staging.activeDeadlineSeconds": 840,
+               "staging.pvc.create": True, "staging.pvc.size": "18Gi", "staging.pvc.storageClassName": "efs-sc",
+               "staging.activeDeadlineSeconds": 840,
                "staging.tokenSecret.name": "hf-token"}
 S3_URI = "s3://models-bucket/qwen2.5-7b"
 S3 = {"model.source": "s3", "model.name": S3_URI, "staging.enabled": True, "staging.target": "s3",
@@ -142,7 +143,8 @@ def test_the_chart_creates_the_claim_only_when_asked(case: str) -> None:
         return
     (pvc,) = claims
     assert pvc["metadata"]["name"] == CLAIM
-    assert pvc["spec"] == {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": sv["staging.pvc.size"]}}}
+    assert pvc["spec"] == {"accessModes": ["ReadWriteMany"], "storageClassName": "efs-sc",
+                           "resources": {"requests": {"storage": sv["staging.pvc.size"]}}}
 
 
 @pytest.mark.parametrize("case", list(CASES))

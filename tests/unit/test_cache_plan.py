@@ -91,7 +91,7 @@ def test_values_for_each_cache() -> None:
     existing = build_values(p, ValuesOptions(cache_pvc="shared-cache")).cache
     assert (existing.pvc.claim_name, existing.pvc.create, existing.pvc.access_mode) == (
         "shared-cache", False, "ReadWriteMany")
-    assert build_values(p, ValuesOptions(cache_size="500Gi")).cache.pvc.size == "500Gi"
+    assert build_values(p, ValuesOptions(cache_size="500Gi", cache_storage_class="efs-sc")).cache.pvc.size == "500Gi"
 
 
 @pytest.mark.parametrize("args,must_contain", [

@@ -117,6 +117,7 @@ def test_a_values_model_refusing_a_built_value_names_its_field(cli, tmp_path):
     from tests.unit.cli_result import one_line_error
 
     err = one_line_error(cli("values", "--model", "llama-3.1-8b-instruct", "--instance", "g6e.xlarge", "--stage",
-                             "pvc", "--model-source", "/models/a b", "--out", str(tmp_path / "s")),
+                             "pvc", "--model-source", "/models/a b", "--stage-storage-class", "efs-sc",
+                             "--out", str(tmp_path / "s")),
                          "field 'path'", "'a b'")
     assert all(f in cli_flags() for f in FLAG.findall(err)), err

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -40,14 +41,18 @@ def test_a_rate_below_one_byte_per_second_is_refused(cli, flag, extra, value):
 
 
 @pytest.mark.parametrize("flag,extra", RATE_FLAGS)
-def test_a_rate_of_one_byte_per_second_is_planned_with_finite_budgets(cli, flag, extra):
-    r = cli("plan", *M8, *extra, flag, repr(ONE_BYTE_MIB), "--json")
+def test_the_lowest_rate_accepted_is_planned_with_finite_budgets(cli, flag, extra):
+    # one byte per second reads the checkpoint in centuries: refused, naming the lowest rate accepted
+    # (planning/rate_bounds.py); that rate plans, with finite budgets
+    err = one_line_error(cli("plan", *M8, *extra, flag, repr(ONE_BYTE_MIB)), flag, "years", "at least")
+    least = float(re.search(r"at least ([0-9.e+-]+) MiB/s", err).group(1)) * 1.01
+    r = cli("plan", *M8, *extra, flag, repr(least), "--json")
     assert r.exit_code == 0, r.stderr
     plan = _no_nan_json(r.stdout)
     if flag == "--cache-read-mib-s":
-        assert plan["cache_read_bytes_per_s"] == 1  # not the 1000 MiB/s default in its place
+        assert plan["cache_read_bytes_per_s"] == int(least * 2**20)  # not the 1000 MiB/s default in its place
     if flag == "--load-bandwidth-mib-s":
-        assert plan["load_bandwidth_bytes_per_s"] == 1
+        assert plan["load_bandwidth_bytes_per_s"] == int(least * 2**20)
 
 
 @pytest.mark.parametrize("flag,extra", RATE_FLAGS)

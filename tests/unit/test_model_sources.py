@@ -62,7 +62,7 @@ def test_fsx_bandwidth_is_tier_times_storage() -> None:
 
 
 def test_override_wins_over_every_source() -> None:
-    for kw in ({}, {"model_source": "s3://b/m"}, {"model_source": "/models/m", "model_source_kind": "fsx"}):
+    for kw in ({}, {"model_source": "s3://models-bucket/m"}, {"model_source": "/models/m", "model_source_kind": "fsx"}):
         p = plan(load_bandwidth_mib_s=2000, **kw)
         assert p.pod.load_bandwidth_bytes_per_s == 2000 * MIB
         (d,) = [d for d in p.pod.derivations if d.key == "load_bandwidth_bytes_per_s"]

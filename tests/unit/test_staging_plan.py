@@ -68,8 +68,9 @@ def test_explain_shows_the_staging_derivations(cli) -> None:
 
 def test_values_pvc_created_claim_is_the_servers_claim(tmp_path) -> None:
     p = plan(stage="pvc", model_source="/models/qwen/7b")
-    v = build_values(p, ValuesOptions(release="llm1"))
+    v = build_values(p, ValuesOptions(release="llm1", stage_storage_class="efs-sc"))
     st = v.staging
+    assert st.pvc.storage_class_name == "efs-sc" and st.pvc.access_mode == "ReadWriteMany"
     assert st.enabled and st.target == "pvc" and st.repo == "Qwen/Qwen2.5-7B-Instruct" and st.wait_in_server
     assert (st.pvc.claim_name, st.pvc.create, st.pvc.size, st.pvc.path) == (
         "llm1-weights", True, f"{p.staging.staging_claim_bytes // GIB}Gi", "qwen/7b")

@@ -41,6 +41,57 @@ mountpointS3 its bucket; model.name is a path under the source's mount path. */}
 {{- if not (or (eq $name $mount) (hasPrefix (printf "%s/" $mount) $name)) -}}
 {{- printf "model.name: with model.source %s it must be a path under %s (%s)\n" $src .key .mountPath -}}
 {{- end -}}
+{{- $key := .key -}}
+{{- $at := .mountPath -}}
+{{- $hit := "" -}}
+{{- range $taken := include "vllm-inference.reservedMountPaths" $ | splitList " " -}}
+{{- if and (not $hit) (or (eq $mount $taken) (hasPrefix (printf "%s/" $taken) $mount) (hasPrefix (printf "%s/" $mount) $taken)) -}}
+{{- $hit = $taken -}}
+{{- end -}}
+{{- end -}}
+{{- if $hit -}}
+{{- printf "%s (%s) collides with %s, which the chart or the kernel mounts in the server container: give the model volume a directory of its own, e.g. /models\n" $key $at $hit -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Paths the server container already has a mount at (the caches, /tmp, /dev/shm, the scripts,
+the diagnostics, the token and ServiceAccount secrets) or that the kernel provides: a model volume
+at, under or above one of them would hide it or be hidden. */}}
+{{- define "vllm-inference.reservedMountPaths" -}}
+{{- list "/tmp" "/dev" "/proc" "/sys" (include "vllm-inference.cacheRoot" .) "/var/run/secrets" "/opt/vllm-eks" | join " " -}}
+{{- end -}}
+
+{{/* Why an S3 bucket name (the part of an s3:// URI before the first /) breaks the S3 naming
+rules the schema's pattern cannot hold: two adjacent dots, an IPv4 form, a prefix or suffix S3
+reserves (generator/vllm_eks/spec/s3.py holds the same rules). Empty when it is valid. */}}
+{{- define "vllm-inference.s3BucketProblem" -}}
+{{- $b := toString . -}}
+{{- if or (lt (len $b) 3) (gt (len $b) 63) -}}has {{ len $b }} characters, not 3 to 63
+{{- else if not (regexMatch "^[a-z0-9]([a-z0-9-]|[.][a-z0-9-])*[.]?[a-z0-9]$" $b) -}}has characters other than lowercase letters, digits, dots and hyphens, does not start and end with a letter or digit, or has two adjacent dots
+{{- else if regexMatch "^[0-9]+[.][0-9]+[.][0-9]+[.][0-9]+$" $b -}}is formatted as an IP address
+{{- else if regexMatch "^(xn--|sthree-|amzn-s3-demo-)|(-s3alias|--ol-s3|[.]mrap|--x-s3)$" $b -}}starts or ends with a prefix or suffix S3 reserves
+{{- end -}}
+{{- end -}}
+
+{{/* The S3 locations the values name: model.name (source s3), model.mountpointS3.bucket and
+staging.s3Uri, each a bucket S3 accepts. */}}
+{{- define "vllm-inference.validateValues.s3Buckets" -}}
+{{- $m := .Values.model -}}
+{{- $buckets := list -}}
+{{- if and (eq (toString $m.source) "s3") (hasPrefix "s3://" (toString $m.name)) -}}
+{{- $buckets = append $buckets (list "model.name" (first (splitList "/" (trimPrefix "s3://" (toString $m.name))))) -}}
+{{- end -}}
+{{- if and (eq (toString $m.source) "mountpointS3") $m.mountpointS3.bucket -}}
+{{- $buckets = append $buckets (list "model.mountpointS3.bucket" (toString $m.mountpointS3.bucket)) -}}
+{{- end -}}
+{{- if and .Values.staging.enabled (eq (toString .Values.staging.target) "s3") .Values.staging.s3Uri -}}
+{{- $buckets = append $buckets (list "staging.s3Uri" (first (splitList "/" (trimPrefix "s3://" (toString .Values.staging.s3Uri))))) -}}
+{{- end -}}
+{{- range $kb := $buckets -}}
+{{- with include "vllm-inference.s3BucketProblem" (last $kb) -}}
+{{- printf "%s: bucket %q %s (S3 general purpose bucket naming rules)\n" (first $kb) (last $kb) . -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
@@ -59,6 +110,12 @@ outside, strategy Recreate (a RollingUpdate surge pod on another node would wait
 {{- if and $p.create (not $p.claimName) (not $p.size) -}}
 {{- print "cache.pvc.size: required when cache.pvc.create is true\n" -}}
 {{- end -}}
+{{- if and $p.create $p.size (include "vllm-inference.zeroQuantity" $p.size) -}}
+{{- printf "cache.pvc.size (%s): a created claim must hold the cache (the generator writes the checkpoint plus compile caches)\n" (toString $p.size) -}}
+{{- end -}}
+{{- if and $p.create (eq (toString $p.accessMode) "ReadWriteMany") (not $p.storageClassName) -}}
+{{- print "cache.pvc.storageClassName: required when cache.pvc.create makes a ReadWriteMany claim: EKS's default StorageClass (EBS) cannot provision ReadWriteMany, so the claim and the pods would stay Pending; name an EFS or FSx for Lustre class\n" -}}
+{{- end -}}
 {{- if eq (toString $p.accessMode) "ReadWriteOnce" -}}
 {{- $why := list -}}
 {{- if ne (toString .Values.topology) "single-node" -}}{{- $why = append $why (printf "topology %s runs several pods" (toString .Values.topology)) -}}{{- end -}}
@@ -72,4 +129,9 @@ outside, strategy Recreate (a RollingUpdate surge pod on another node would wait
 {{- else if or $c.pvc.claimName $c.pvc.create -}}
 {{- printf "cache.pvc: set only with cache.type pvc (cache.type is %s)\n" (toString $c.type) -}}
 {{- end -}}
+{{- end -}}
+
+{{/* "true" when a Kubernetes quantity is zero (0, 0Gi, 0.0Mi, 0e3): a claim of no storage. */}}
+{{- define "vllm-inference.zeroQuantity" -}}
+{{- if regexMatch "^[+]?0*([.]0*)?([eE][+-]?[0-9]+|[a-zA-Z]*)$" (toString .) -}}true{{- end -}}
 {{- end -}}

@@ -72,6 +72,17 @@ Paths (";"-separated) of string values that look like a credential. Recursive ov
 {{- end -}}
 {{- end -}}
 
+{{/* The IRSA annotation names an IAM role ARN (arn:PARTITION:iam::ACCOUNT:role/PATH/NAME, the
+generator's IAM_ROLE_ARN): a value that is no role ARN cannot be assumed, and the pods would fail
+reading S3 only when they load the model. */}}
+{{- define "vllm-inference.validateValues.irsaRoleArn" -}}
+{{- with (get (.Values.serviceAccount.annotations | default dict) "eks.amazonaws.com/role-arn") -}}
+{{- if not (regexMatch "^arn:aws(-cn|-us-gov)?:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$" (toString .)) -}}
+{{- printf "serviceAccount.annotations[eks.amazonaws.com/role-arn] (%s): not an IAM role ARN; give arn:aws:iam::ACCOUNT_ID:role/NAME\n" (toString .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Non-root unless securityContext.allowRoot opts out: runAsNonRoot true and runAsUser not 0. */}}
 {{- define "vllm-inference.validateValues.nonRootUser" -}}
 {{- $sc := .Values.securityContext -}}

@@ -149,6 +149,15 @@ staging.pvc.claimName is empty and staging.pvc.create is false: name an existing
 {{- if and $s.pvc.create (not $s.pvc.size) -}}
 staging.pvc.size is empty: staging.pvc.create needs the claim's size (the generator writes the Plan's weights plus a margin)
 {{ end -}}
+{{- if and $s.pvc.create $s.pvc.size (include "vllm-inference.zeroQuantity" $s.pvc.size) -}}
+staging.pvc.size ({{ $s.pvc.size }}): a created claim must hold the checkpoint (the generator writes the Plan's weights plus a margin)
+{{ end -}}
+{{- if and $s.pvc.create (eq (toString $s.pvc.accessMode) "ReadWriteMany") (not $s.pvc.storageClassName) -}}
+staging.pvc.storageClassName: required when staging.pvc.create makes a ReadWriteMany claim: EKS's default StorageClass (EBS) cannot provision ReadWriteMany, so the claim, the Job and the servers would stay Pending; name an EFS or FSx for Lustre class
+{{ end -}}
+{{- if and $s.waitInServer (has (toString $m.source) (list "fsx" "mountpointS3")) -}}
+staging.target pvc copies into a claim the servers never mount: model.source {{ $m.source }} mounts its own volume; stage with model.source pvc on the staging claim, or set staging.waitInServer false to stage for elsewhere
+{{ end -}}
 {{- $claim := include "vllm-inference.stagingClaimName" . -}}
 {{- if and $s.waitInServer (eq $m.source "pvc") -}}
 {{- if ne $m.pvc.claimName $claim -}}

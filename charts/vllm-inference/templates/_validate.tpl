@@ -25,10 +25,12 @@ schema validation (helm --skip-schema-validation).
 {{- $out = print $out (include "vllm-inference.validateValues.drainWithinGrace" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.s3ModelName" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.pvcModel" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.s3Buckets" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.cacheVolume" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.rolloutProgress" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.networkPolicyClients" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.serviceAccountName" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.irsaRoleArn" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.nonRootUser" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.requestsWithinLimits" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.shmWithinMemoryLimit" .) -}}

@@ -391,7 +391,9 @@ class Decisions:
     def served_model_name(self) -> str:
         if self.req.served_model_name:
             return self.req.served_model_name
-        return self.model.hf_repo or Path(self.model.source).name or "model"
+        # a local config.json names no repo: clients send what vLLM loads (--model-source) when
+        # one is given, as vLLM itself names a model it serves by its path or URI
+        return self.model.hf_repo or self.req.model_source or Path(self.model.source).name or "model"
 
     def choose_replicas(self, max_concurrency: float, tp: int, pp: int) -> tuple[int, str]:
         req = self.req

@@ -16,6 +16,7 @@ from vllm_eks.planning.model_source import load_source
 from vllm_eks.planning.pod_resources import size_pod
 from vllm_eks.planning.pools import plan_cost, plan_pools
 from vllm_eks.planning.quota import plan_quota
+from vllm_eks.planning.rate_bounds import check_load_rates
 from vllm_eks.planning.routing import routing_plan
 from vllm_eks.planning.staging import plan_staging
 from vllm_eks.spec.plan import MeasuredPlan, Plan
@@ -49,8 +50,10 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
         # the servers download the commit that was sized, not whatever main is when a pod starts
         # (vllm serve --revision; Ray Serve LLM passes engine_kwargs to the same EngineArgs field)
         engine.settings["revision"] = hub.sha
+    load = load_source(req, topology)
+    check_load_rates(req, load, b.weights_total)
     pod = size_pod(dec.hw, tp, tp, pp > 1 or topology == "disaggregated", b.weights_total, pp,
-                   load=load_source(req, topology),
+                   load=load,
                    reserve=(req.daemonset_reserve_cpu, req.daemonset_reserve_memory), cache=req.cache,
                    cache_read=int(req.cache_read_mib_s * 1024**2) if req.cache_read_mib_s else None)
     serve = serve_autoscaling(req, layout, seqs) if topology == "ray-serve" else None
@@ -78,7 +81,7 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
             raise InvalidOptionError(f"{', '.join(given)}: only with --stage")
     else:
         staging = plan_staging(req.stage, req.stage_revision or revision or "main", dec.model.hf_repo,
-                               source, b.weights_total, req.stage_bandwidth_mib_s)
+                               source, b.weights_total, req.stage_bandwidth_mib_s, req.source.kind)
     return Plan(model=dec.model.id, model_source=source, model_revision=revision,
                 served_model_name=dec.served_model_name,
                 instance=dec.hw.name, topology=topology, node=node_plan(dec.hw, pp > 1), layout=layout,

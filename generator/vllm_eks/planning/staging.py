@@ -15,6 +15,7 @@ from vllm_eks.core.derivations import Derivations
 from vllm_eks.core.errors import InvalidOptionError
 from vllm_eks.core.units import GIB, MIB, gib
 from vllm_eks.spec.plan import StagingPlan
+from vllm_eks.spec.s3 import s3_uri_problem
 
 # The rate one staging pod downloads from the Hub at (4 files at a time through the Hub's CDN)
 # unless --stage-bandwidth-mib-s says otherwise: below the 400 MiB/s the start-up budget assumes for
@@ -31,8 +32,6 @@ DEADLINE_SETUP_SECONDS = 600
 # (tokenizer, configs: tens of MiB) and one shard's .part file being verified, with room to spare.
 MARGIN_FRACTION = 0.10
 MARGIN_BYTES = 2 * GIB
-# s3://bucket[/prefix] (bucket naming rules: 3-63 lowercase letters, digits, dots, hyphens).
-S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?$")
 # A claim name (DNS-1123 subdomain).
 CLAIM = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -40,8 +39,9 @@ CLAIM = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9
 def parse_stage(value: str) -> tuple[Literal["s3", "pvc"], str | None]:
     """--stage s3://BUCKET/PREFIX | pvc | pvc:CLAIM -> (target, URI or claim or None)."""
     if value.startswith("s3://"):
-        if not S3_URI.match(value):
-            raise InvalidOptionError(f"--stage {value!r}: an S3 target is s3://BUCKET/PREFIX with a valid bucket name")
+        if problem := s3_uri_problem(value):
+            raise InvalidOptionError(f"--stage {value!r}: an S3 target is s3://BUCKET/PREFIX with a valid bucket "
+                                     f"name; {problem}")
         return "s3", value.rstrip("/")
     if value == "pvc":
         return "pvc", None
@@ -52,9 +52,15 @@ def parse_stage(value: str) -> tuple[Literal["s3", "pvc"], str | None]:
 
 
 def plan_staging(stage: str, revision: str, hf_repo: str | None, model_source: str, weights_bytes: int,
-                 bandwidth_mib_s: float | None) -> StagingPlan:
-    """The staging section for --stage, checked against what the servers load (--model-source)."""
+                 bandwidth_mib_s: float | None, source_kind: str = "pvc") -> StagingPlan:
+    """The staging section for --stage, checked against what the servers load (--model-source of
+    --model-source-kind `source_kind`)."""
     target, where = parse_stage(stage)
+    if target == "pvc" and source_kind in ("fsx", "mountpoint-s3"):
+        # the chart mounts the file system or bucket for the servers, never the staging claim
+        raise InvalidOptionError(f"--stage {stage} copies into a claim the servers never mount: --model-source-kind "
+                                 f"{source_kind} mounts its own volume; stage with --model-source-kind pvc, or load "
+                                 f"the {source_kind} volume without --stage")
     if not hf_repo:
         raise InvalidOptionError("--stage copies a Hugging Face repo, and --model names a local config.json with none: "
                                  "give a catalog model")

@@ -11,6 +11,7 @@ from typing import Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
 
 from vllm_eks.core.errors import InvalidOptionError
+from vllm_eks.spec.s3 import s3_uri_problem
 
 ModelSourceKind = Literal["huggingface", "s3", "pvc", "fsx", "mountpoint-s3"]
 # The kinds that mount a volume; their URI is an absolute path on it.
@@ -59,6 +60,8 @@ class ModelSource(BaseModel):
         implied = kind_of(self.uri)
         if self.kind == "s3" and implied != "s3":
             raise InvalidOptionError(f"{names.kind} s3 needs {names.uri} s3://bucket/prefix")
+        if self.kind == "s3" and (problem := s3_uri_problem(self.uri)):
+            raise InvalidOptionError(f"{names.uri} {self.uri!r}: {problem}")
         if self.mounts_volume and implied != "pvc":
             raise InvalidOptionError(f"{names.kind} {self.kind} needs {names.uri} with an absolute path on the "
                                      "mounted volume, e.g. /models/org/name")

@@ -160,7 +160,8 @@ class PlanRequest(BaseModel):
     daemonset_reserve_memory: str | None = Field(default=None, description=(
         "Memory kept on every GPU node for its DaemonSets (Kubernetes quantity, e.g. 4Gi; default 4Gi)."))
     served_model_name: str | None = Field(default=None, max_length=256, description=(
-        "Name clients use (default: the Hugging Face repo id)."))
+        "Name clients use (default: the Hugging Face repo id; with a local config.json, --model-source when "
+        "given)."))
     model_source: str | None = Field(default=None, max_length=MAX_MODEL_ARG, description=(
         "What vLLM loads instead of the repo id: s3://bucket/prefix or a mounted path."))
     hf_token_file: str | None = Field(default=None, max_length=4096, description=(

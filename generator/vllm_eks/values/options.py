@@ -64,8 +64,11 @@ class ValuesOptions(BaseModel):
     cache_size: str | None = Field(default=None, pattern=QUANTITY_PATTERN, max_length=64, description=(
         "With --cache pvc: size of the claim the chart creates (default: the Plan's cache_volume_bytes)."))
     cache_storage_class: str | None = Field(default=None, pattern=DNS1123_SUBDOMAIN, max_length=253, description=(
-        "With --cache pvc: StorageClass of the claim the chart creates, e.g. an EFS class (default: the "
-        "cluster's default)."))
+        "With --cache pvc: StorageClass of the ReadWriteMany claim the chart creates, e.g. an EFS class "
+        "(required unless --cache-pvc: EKS's default EBS class cannot provision ReadWriteMany)."))
+    stage_storage_class: str | None = Field(default=None, pattern=DNS1123_SUBDOMAIN, max_length=253, description=(
+        "With --stage pvc: StorageClass of the ReadWriteMany claim the chart creates for the copy, e.g. an EFS "
+        "class (required: EKS's default EBS class cannot provision ReadWriteMany)."))
     iam_role_arn: str | None = Field(default=None, pattern=IAM_ROLE_ARN, description=(
         "IAM role for the model server's ServiceAccount (IRSA), e.g. to read an s3:// model."))
     # cluster / capacity (charts/gpu-infra)

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from vllm_eks.core.errors import InvalidOptionError, VllmEksError
 from vllm_eks.spec.plan import Plan
+from vllm_eks.spec.s3 import bucket_problem
 from vllm_eks.values.base import OPTIONAL_DNS1123_SUBDOMAIN, SUB_PATH, Quantity, ValuesModel
 from vllm_eks.values.options import ValuesOptions
 from vllm_eks.values.vllm_inference.hf_token import TokenSecret
@@ -100,6 +101,21 @@ class Model(ValuesModel):
         "The files are owned by securityContext.runAsUser/runAsGroup"))
 
 
+# Paths the server container already has a mount at (the caches, /tmp, /dev/shm, the scripts and
+# diagnostics, the token and ServiceAccount secrets) or that the kernel provides; the chart's
+# vllm-inference.reservedMountPaths holds the same list.
+RESERVED_MOUNT_PATHS = ("/tmp", "/dev", "/proc", "/sys", "/var/cache/vllm", "/var/run/secrets", "/opt/vllm-eks")
+
+
+def mount_collision(mount: str) -> str | None:
+    """The reserved path a model volume at `mount` would sit at, under or above, if any."""
+    at = mount.rstrip("/")
+    for taken in RESERVED_MOUNT_PATHS:
+        if at == taken or at.startswith(taken + "/") or taken.startswith(at + "/"):
+            return taken
+    return None
+
+
 def model_values(plan: Plan, options: ValuesOptions) -> Model:
     """model.* from the Plan's source (its kind/URI rule checked again on a Plan read back, naming
     the Plan's keys) and the volume flags of its kind."""
@@ -110,9 +126,15 @@ def model_values(plan: Plan, options: ValuesOptions) -> Model:
         options = options.model_copy(update={"pvc_name": staging_pvc(plan, options).claim_name})
     _check_source_flags(kind, options)
     mount = options.pvc_mount_path.rstrip("/") or "/"
+    if plan.source.mounts_volume and (taken := mount_collision(mount)):
+        raise InvalidOptionError(f"--model-mount-path {mount}: collides with {taken}, which the chart or the kernel "
+                                 "mounts in the server container; give the model volume a directory of its own, "
+                                 "e.g. /models")
     if plan.source.mounts_volume and not (source == mount or source.startswith(mount + "/")):
         raise VllmEksError(f"model source {source!r} must be a path under the volume's mount path {mount!r} "
                            "(--model-mount-path)")
+    if kind == "mountpoint-s3" and options.s3_mount_bucket and (problem := bucket_problem(options.s3_mount_bucket)):
+        raise InvalidOptionError(f"--s3-mount-bucket {options.s3_mount_bucket}: {problem}")
     pvc, fsx, s3 = Pvc(), Fsx(), MountpointS3()
     if kind == "pvc":
         pvc = Pvc(claim_name=options.pvc_name, mount_path=mount)

@@ -27,6 +27,7 @@ from vllm_eks.values.base import (
     ValuesModel,
 )
 from vllm_eks.values.options import ValuesOptions
+from vllm_eks.values.vllm_inference.claims import RWX_CLASS_NEEDED, check_claim_holds
 from vllm_eks.values.vllm_inference.images import TestImage
 
 # Probe cadence after start-up: short, the startup probe carries the long model-load budget.
@@ -85,7 +86,8 @@ class CachePvc(ValuesModel):
     size: OptionalQuantity = Field("", description=(
         "storage request of the created claim (the Plan's weights plus compile caches); required with create"))
     storage_class_name: str = Field("", pattern=OPTIONAL_DNS1123_SUBDOMAIN, description=(
-        "storageClassName of the created claim; empty: the cluster's default StorageClass"))
+        "storageClassName of the created claim; required with accessMode ReadWriteMany (EKS's default EBS class "
+        "cannot provision it: an EFS or FSx for Lustre class); empty with ReadWriteOnce: the cluster's default"))
     access_mode: Literal["ReadWriteOnce", "ReadWriteMany"] = Field("ReadWriteOnce", description=(
         "accessModes of the created claim, and what the chart checks the topology against: "
         "ReadWriteOnce (EBS) attaches to one node, so it serves one single-node pod with replicas 1, "
@@ -331,7 +333,13 @@ def cache_values(plan: Plan, options: ValuesOptions) -> Cache:
                 f"--cache-pvc names an existing claim; {', '.join(given[1:])} size a claim the chart creates: "
                 "give one or the other")
         return Cache(type="pvc", pvc=CachePvc(claim_name=options.cache_pvc, access_mode="ReadWriteMany"))
+    if not options.cache_storage_class:
+        raise InvalidOptionError(RWX_CLASS_NEEDED.format(what="--cache pvc", flag="--cache-storage-class",
+                                                         existing="--cache-pvc with an existing ReadWriteMany claim"))
+    if options.cache_size:
+        check_claim_holds(options.cache_size, "--cache-size", plan.pod.cache_volume_bytes,
+                          "the cache volume (cache_volume_bytes in explain: the download and compile caches)")
     return Cache(type="pvc", pvc=CachePvc(
         # whole GiB, rounded up: a claim's size is what storage classes provision in
         create=True, size=options.cache_size or f"{math.ceil(plan.pod.cache_volume_bytes / 2**30)}Gi",
-        storage_class_name=options.cache_storage_class or "", access_mode="ReadWriteMany"))
+        storage_class_name=options.cache_storage_class, access_mode="ReadWriteMany"))

@@ -17,6 +17,7 @@ from vllm_eks.spec.plan import Plan
 from vllm_eks.values.base import OPTIONAL_DNS1123_SUBDOMAIN, Int32, OptionalQuantity, ResourceList, ValuesModel
 from vllm_eks.values.options import ValuesOptions
 from vllm_eks.values.vllm_inference.benchmark_job import OPTIONAL_S3_URI, BenchmarkImage
+from vllm_eks.values.vllm_inference.claims import RWX_CLASS_NEEDED
 from vllm_eks.values.vllm_inference.hf_token import TokenSecret
 
 # A relative directory inside the claim: no leading slash, no "." or ".." element.
@@ -41,7 +42,8 @@ class StagingPvc(ValuesModel):
         "storage request of the created claim; the generator writes the Plan's weights plus a margin "
         "(staging_claim_bytes in explain); required with create"))
     storage_class_name: str = Field("", pattern=OPTIONAL_DNS1123_SUBDOMAIN, description=(
-        "storageClassName of the created claim; empty: the cluster's default StorageClass"))
+        "storageClassName of the created claim; required with accessMode ReadWriteMany (EKS's default EBS class "
+        "cannot provision it: an EFS or FSx for Lustre class); empty with ReadWriteOnce: the cluster's default"))
     access_mode: Literal["ReadWriteOnce", "ReadWriteMany"] = Field("ReadWriteMany", description=(
         "accessModes of the created claim. ReadWriteMany (EFS, FSx for Lustre) lets every server pod mount "
         "the copy; ReadWriteOnce (EBS) suits one server pod on one node"))
@@ -99,6 +101,8 @@ class Staging(ValuesModel):
 def staging_values(plan: Plan, options: ValuesOptions) -> Staging:
     """staging.* from the Plan's staging section; the server reads the copy (model.* from _model)."""
     s = plan.staging
+    if options.stage_storage_class and (s is None or s.staging_target != "pvc"):
+        raise InvalidOptionError("--stage-storage-class: only with --stage pvc (a claim the chart creates)")
     if s is None:
         return Staging()
     token = TokenSecret(name=options.hf_token_secret or "")
@@ -125,7 +129,20 @@ def staging_pvc(plan: Plan, options: ValuesOptions) -> StagingPvc:
                                  f"--model-source ({source}) must be a directory under --pvc-mount-path ({mount})")
     path = source[len(mount.rstrip("/")) + 1:].strip("/")
     if claim:
+        if options.stage_storage_class:
+            raise InvalidOptionError(f"--stage-storage-class: only with --stage pvc (a claim the chart creates); "
+                                     f"--stage pvc:{claim} copies into an existing claim")
         return StagingPvc(claim_name=claim, path=path)
+    if options.pvc_name:
+        # the chart would try to create a claim that already exists
+        raise InvalidOptionError(f"--stage pvc creates a new claim, and --pvc-name {options.pvc_name} names an "
+                                 f"existing one: give --stage pvc:{options.pvc_name} to copy into it, or leave "
+                                 "--pvc-name out")
+    if not options.stage_storage_class:
+        raise InvalidOptionError(RWX_CLASS_NEEDED.format(what="--stage pvc", flag="--stage-storage-class",
+                                                         existing="--stage pvc:CLAIM with an existing ReadWriteMany "
+                                                                  "claim"))
     assert s.staging_claim_bytes is not None
-    return StagingPvc(claim_name=options.pvc_name or f"{options.release}-weights", create=True,
-                      size=bytes_quantity(s.staging_claim_bytes), path=path)
+    return StagingPvc(claim_name=f"{options.release}-weights", create=True,
+                      size=bytes_quantity(s.staging_claim_bytes), storage_class_name=options.stage_storage_class,
+                      path=path)
