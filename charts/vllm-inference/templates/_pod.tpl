@@ -381,10 +381,10 @@ readinessProbe:
   periodSeconds: {{ $p.readiness.periodSeconds | int }}
   failureThreshold: {{ $p.readiness.failureThreshold | int }}
   timeoutSeconds: {{ $p.readiness.timeoutSeconds | int }}
-{{- if eq .Values.topology "multi-node" }}
-{{- /* /health stays 200 after a worker is lost until a request fails: ask the engine for one
-       token instead (files/probes/engine_alive.py; docs/topologies.md, "Failure handling"). */}}
-{{- $l := .Values.multiNode.livenessProbe }}
+{{- /* /health stays 200 while the engine core hangs (stopped, deadlocked, or a multi-node group
+       that lost a worker): liveness asks for engine progress instead, token counters moving when
+       busy, one token when idle (files/probes/engine_alive.py; docs/topologies.md, "Probes"). */}}
+{{- $l := eq .Values.topology "multi-node" | ternary .Values.multiNode.livenessProbe $p.liveness }}
 livenessProbe:
   exec:
     command:
@@ -399,15 +399,6 @@ livenessProbe:
   periodSeconds: {{ $l.periodSeconds | int }}
   failureThreshold: {{ $l.failureThreshold | int }}
   timeoutSeconds: {{ $l.timeoutSeconds | int }}
-{{- else }}
-livenessProbe:
-  httpGet:
-    path: /health
-    port: http
-  periodSeconds: {{ $p.liveness.periodSeconds | int }}
-  failureThreshold: {{ $p.liveness.failureThreshold | int }}
-  timeoutSeconds: {{ $p.liveness.timeoutSeconds | int }}
-{{- end }}
 {{- end }}
 
 {{/* preStop sleep, so endpoints stop routing before SIGTERM starts vLLM's own drain. */}}
