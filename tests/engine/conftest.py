@@ -35,6 +35,7 @@ ENGINE_ORDER = (
     "test_multinode",
     "test_metrics",
     "test_bench_sweep",
+    "test_probes",
     "test_drain",
     "test_hub_revision",
     "test_staging",

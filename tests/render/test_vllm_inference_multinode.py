@@ -109,7 +109,7 @@ def assert_multinode_matches_plan(objects: list[dict[str, Any]], plan: Plan,
     assert value_of(lc["args"], "--node-rank") == "0" and "--headless" not in lc["args"]
     assert value_of(wc["args"], "--node-rank") == "$(LWS_WORKER_INDEX)" and wc["args"][-1] == "--headless"
 
-    # probes on the leader only; its liveness asks the engine for a token (a lost worker leaves
+    # probes on the leader only; its liveness checks engine progress (a lost worker leaves
     # /health at 200 until a request fails)
     for probe in ("startupProbe", "readinessProbe"):
         assert lc[probe]["httpGet"] == {"path": chart_contract.rendered().health_path,

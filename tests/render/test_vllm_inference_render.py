@@ -285,9 +285,11 @@ def test_probes_drain_and_shm(values_file: Path) -> None:
     v = values_of(values_file)
     pod = one(objects, "Deployment")["spec"]["template"]["spec"]
     c = server(objects)
-    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+    for probe in ("startupProbe", "readinessProbe"):
         assert c[probe]["httpGet"] == {"path": chart_contract.rendered().health_path,
                                        "port": chart_contract.rendered().serving_port_name}
+    # liveness: the engine-progress check (tests/render/test_probes_render.py)
+    assert c["livenessProbe"]["exec"]["command"][1].endswith("/engine_alive.py")
     start = c["startupProbe"]
     assert start["failureThreshold"] == v["probes"]["startup"]["failureThreshold"]
     assert start["periodSeconds"] == v["probes"]["startup"]["periodSeconds"]

@@ -381,33 +381,34 @@ readinessProbe:
   periodSeconds: {{ $p.readiness.periodSeconds | int }}
   failureThreshold: {{ $p.readiness.failureThreshold | int }}
   timeoutSeconds: {{ $p.readiness.timeoutSeconds | int }}
+{{- /* /health stays 200 while the engine core hangs (stopped, deadlocked, or a multi-node group
+       that lost a worker): liveness asks for engine progress instead, token counters moving when
+       busy, one token when idle (files/probes/engine_alive.py; docs/topologies.md, "Probes"). */}}
 {{- if eq .Values.topology "multi-node" }}
-{{- /* /health stays 200 after a worker is lost until a request fails: ask the engine for one
-       token instead (files/probes/engine_alive.py; docs/topologies.md, "Failure handling"). */}}
-{{- $l := .Values.multiNode.livenessProbe }}
+{{ include "vllm-inference.livenessProbe" (dict "root" . "timing" .Values.multiNode.livenessProbe) }}
+{{- else }}
+{{ include "vllm-inference.livenessProbe" (dict "root" . "timing" .Values.probes.liveness) }}
+{{- end }}
+{{- end }}
+
+{{/* The engine-progress liveness check; "timing" holds periodSeconds, failureThreshold and
+timeoutSeconds. The script gets a second less than the kubelet, so it reports why it failed. */}}
+{{- define "vllm-inference.livenessProbe" -}}
+{{- $root := .root -}}
 livenessProbe:
   exec:
     command:
       - python3
-      - {{ include "vllm-inference.scriptsPath" . }}/engine_alive.py
+      - {{ include "vllm-inference.scriptsPath" $root }}/engine_alive.py
       - --port
-      - {{ include "vllm-inference.containerPort" . | quote }}
+      - {{ include "vllm-inference.containerPort" $root | quote }}
       - --model
-      - {{ include "vllm-inference.servedModelName" . | quote }}
+      - {{ include "vllm-inference.servedModelName" $root | quote }}
       - --timeout
-      - {{ sub (int $l.timeoutSeconds) 1 | max 1 | quote }}
-  periodSeconds: {{ $l.periodSeconds | int }}
-  failureThreshold: {{ $l.failureThreshold | int }}
-  timeoutSeconds: {{ $l.timeoutSeconds | int }}
-{{- else }}
-livenessProbe:
-  httpGet:
-    path: /health
-    port: http
-  periodSeconds: {{ $p.liveness.periodSeconds | int }}
-  failureThreshold: {{ $p.liveness.failureThreshold | int }}
-  timeoutSeconds: {{ $p.liveness.timeoutSeconds | int }}
-{{- end }}
+      - {{ sub (int .timing.timeoutSeconds) 1 | max 1 | quote }}
+  periodSeconds: {{ .timing.periodSeconds | int }}
+  failureThreshold: {{ .timing.failureThreshold | int }}
+  timeoutSeconds: {{ .timing.timeoutSeconds | int }}
 {{- end }}
 
 {{/* preStop sleep, so endpoints stop routing before SIGTERM starts vLLM's own drain. */}}

@@ -67,9 +67,9 @@ class MultiNode(ValuesModel):
         default_factory=lambda: Probe(period_seconds=ENGINE_LIVENESS[0], failure_threshold=ENGINE_LIVENESS[1],
                                       timeout_seconds=ENGINE_LIVENESS[2]),
         description=(
-            "The leader's liveness probe: an exec check asking the engine for one token "
+            "The leader's liveness probe: the exec check of engine progress of probes.liveness "
             "(files/probes/engine_alive.py), because /health stays 200 after a worker is lost "
-            "until a request fails. timeoutSeconds bounds the request"))
+            "until a request fails. timeoutSeconds bounds the check"))
     exclusive_topology: str = Field("", pattern=r"^([a-z0-9A-Z][-a-z0-9A-Z_./]*)?$", description=(
         "leaderworkerset.sigs.k8s.io/exclusive-topology annotation: a node label key whose domain "
         "holds exactly one group (1:1 exclusive placement). Empty: not set. Do not use the zone "

@@ -37,7 +37,11 @@ STARTUP_PERIOD_SECONDS = 10
 READINESS = (5, 3, 3)  # periodSeconds, failureThreshold, timeoutSeconds
 
 
-LIVENESS = (10, 3, 5)
+# timeoutSeconds bounds one engine_alive.py check: it must exceed the engine's longest scheduler
+# step (a full decode batch or one prefill chunk), so a saturated engine shows progress in time.
+# Not above periodSeconds, so the kubelet starts every check on its period: a hung engine then
+# fails within periodSeconds x failureThreshold + timeoutSeconds (40 s).
+LIVENESS = (10, 3, 10)
 
 
 # runAsUser/runAsGroup/fsGroup of the model-server and Ray pods: the images run as root (vLLM) or
@@ -137,7 +141,11 @@ class Probes(ValuesModel):
     liveness: Probe = Field(
         default_factory=lambda: Probe(period_seconds=LIVENESS[0], failure_threshold=LIVENESS[1],
                                       timeout_seconds=LIVENESS[2]),
-        description="livenessProbe on /health")
+        description=(
+            "livenessProbe (single-node): an exec check of engine progress (files/probes/engine_alive.py): "
+            "token counters moving while requests run or wait, else one token; /health stays 200 on a hung "
+            "engine core. timeoutSeconds must exceed the longest engine step; a hung engine fails within "
+            "periodSeconds + (failureThreshold - 1) x max(periodSeconds, timeoutSeconds) + timeoutSeconds"))
 
 
 class Drain(ValuesModel):
