@@ -3,7 +3,9 @@ every committed RayService scenario (ray-serve, disaggregated): it turns the Ray
 RayCluster whose head and workers are scheduled and Ready on kwok nodes of the right pools; the
 autoscaler sidecar (ray-serve) holds the ServiceAccount token and nothing else does; changing the
 cluster config (`helm upgrade` with another Ray image tag) makes it build the second RayCluster
-the NewCluster upgrade needs, and the gpu-infra pool's GPU limit admits its pods.
+the NewCluster upgrade needs, and the gpu-infra pool's GPU limit admits its pods. The chart's
+PodDisruptionBudgets select, on the operator's pod labels, exactly the head(s) or exactly one
+worker group, before and during the upgrade.
 
 kwok runs no container, so no Ray process answers the operator: Serve never reports RUNNING and
 the operator never promotes a cluster to active on its own. The test does that one step itself
@@ -164,6 +166,23 @@ def check_token_and_rbac(c: Cluster, ns: str, rc_name: str, pods: list[client.V1
         assert allowed, f"ServiceAccount {sa} may not {verb} {resource}: the autoscaler could not scale"
 
 
+def check_budgets(c: Cluster, ns: str, pods: list[client.V1Pod]) -> None:
+    """Each PodDisruptionBudget the chart installed selects, on the labels the operator put on its
+    pods, exactly the head(s) or exactly one worker group's pods (docs/topologies.md "Node drains")."""
+    budgets = client.PolicyV1Api(c.api).list_namespaced_pod_disruption_budget(ns).items
+    names = {p.metadata.name for p in pods}
+    expected: dict[str, set[str]] = {}
+    for p in pods:
+        labels = p.metadata.labels
+        part = "head" if labels["ray.io/node-type"] == "head" else labels["ray.io/group"]
+        expected.setdefault(part, set()).add(p.metadata.name)
+    selected = {}
+    for b in budgets:
+        selector = ",".join(f"{k}={v}" for k, v in b.spec.selector.match_labels.items())
+        selected[b.metadata.name.rsplit("-ray-", 1)[-1]] = {p.metadata.name for p in c.pods(ns, selector)} & names
+    assert selected == expected, f"budgets select {selected}, the operator's pods are {expected}"
+
+
 def promote(c: Cluster, ns: str, rs_name: str, rc_name: str) -> None:
     """What the operator does once the pending cluster's Serve applications run (kwok has no Ray):
     the pending cluster becomes the active one."""
@@ -218,6 +237,7 @@ def test_operator_reconciles_rayservice(kuberay: Cluster, gpu_nodes, index: int)
         pods = wait_cluster_ready(c, ns, first_name)
         check_placement(c, pods, head_nodes, pool_nodes)
         check_token_and_rbac(c, ns, first_name, pods, autoscaling=topology == "ray-serve")
+        check_budgets(c, ns, pods)
         c.stats.ray_pods_ready += len(pods)
 
         # 2. Serving: active cluster at its peak (ray-serve: the autoscaler's maxReplicas).
@@ -246,6 +266,7 @@ def test_operator_reconciles_rayservice(kuberay: Cluster, gpu_nodes, index: int)
         assert len(old_pods) == len(pods), "the active cluster must keep serving during the upgrade"
         check_placement(c, new_pods, head_nodes, pool_nodes)
         check_token_and_rbac(c, ns, second["metadata"]["name"], new_pods, autoscaling=topology == "ray-serve")
+        check_budgets(c, ns, old_pods + new_pods)  # during the upgrade: both clusters' pods
         used = sum(gpus(p) for p in old_pods + new_pods)
         assert used <= sum(limits.values()), f"{used} GPUs in use exceeds the pool limit {limits}"
         print(f"{scenario.name}: RayClusters {first_name} (active, {len(old_pods)} pods) and "

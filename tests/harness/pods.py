@@ -83,7 +83,11 @@ def created_pods(objects: list[dict[str, Any]]) -> list[CreatedPod]:
         if t.kind == "LeaderWorkerSet":
             extra = {contract.LWS_WORKER_INDEX_LABEL: "0" if t.role == "leader" else "1"}
         elif t.kind == "RayService":
-            extra = KUBERAY_POD_LABELS
+            # KubeRay's labelPod (ray-operator/controllers/ray/common/pod.go): node type and group
+            # on every pod, the head's group being "headgroup".
+            head = t.role == "head"
+            extra = {**KUBERAY_POD_LABELS, "ray.io/node-type": "head" if head else "worker",
+                     "ray.io/group": "headgroup" if head else str(t.group)}
         what = "" if t.role == "pod" else f" {t.group or t.role}"
         pods.append(CreatedPod(f"{t.workload}{what}", t.namespace, {**t.labels, **extra}, t.spec))
     return pods

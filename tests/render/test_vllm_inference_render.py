@@ -377,8 +377,8 @@ def test_default_rollout_needs_no_spare_gpu_node() -> None:
     deployment = one(rendered(None), "Deployment")
     assert deployment["spec"]["strategy"] == {"type": "RollingUpdate",
                                               "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
-    pdb = one(rendered(None), "PodDisruptionBudget")
-    assert pdb["spec"]["maxUnavailable"] == 1 and pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+    pdb = one(rendered(None), "PodDisruptionBudget")  # one replica: a drain waits (test_disruption_budgets_render)
+    assert pdb["spec"]["minAvailable"] == 1 and pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
 
 
 def test_pass_through_keys() -> None:

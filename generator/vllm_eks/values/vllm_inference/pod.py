@@ -284,8 +284,14 @@ class ServiceAccount(ValuesModel):
 class PodDisruptionBudget(ValuesModel):
     enabled: bool = Field(True, description="Render a PodDisruptionBudget")
     max_unavailable: IntOrPercent = Field(1, description=(
-        "maxUnavailable. 1 lets a node drain proceed one pod at a time even with a single replica "
-        "(minAvailable 1 would block drains forever)"))
+        "maxUnavailable wherever protectSingleServer does not apply: of the server pods (LeaderWorkerSet: "
+        "all pods of all groups, so 1 restarts at most one group at a time) or of each Ray worker group"))
+    protect_single_server: bool = Field(True, description=(
+        "Keep whole what can never have a second serving unit: replicas 1 owned by the chart "
+        "(replicasManagedExternally false) gets minAvailable 1, or the group size for a LeaderWorkerSet; "
+        "the Ray head, and a Ray worker group whose pool serves at most one model copy, get "
+        "maxUnavailable 0. A kubectl drain or Karpenter consolidation of that node then waits until "
+        "this is false. false: maxUnavailable everywhere, so a drain may take the only server"))
     unhealthy_pod_eviction_policy: Literal["IfHealthyBudget", "AlwaysAllow"] = Field(
         "AlwaysAllow", description="AlwaysAllow lets drains evict pods that never became ready")
 
