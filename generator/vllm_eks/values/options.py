@@ -8,7 +8,6 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from vllm_eks.core.errors import InvalidOptionError
-from vllm_eks.values.cidr import Cidr
 from vllm_eks.values.base import (
     ACM_CERTIFICATE_ARN,
     AVAILABILITY_ZONE,
@@ -22,6 +21,7 @@ from vllm_eks.values.base import (
     CapacityType,
     on_demand,
 )
+from vllm_eks.values.cidr import Cidr
 
 ReservationId = Annotated[str, Field(pattern=CAPACITY_RESERVATION_ID, max_length=64)]
 RoutingMode = Literal["service", "gateway", "alb"]

@@ -38,6 +38,7 @@ from vllm_eks.values.vllm_inference.multi_node import (
     Nccl,
     multi_node_values,
 )
+from vllm_eks.values.vllm_inference.network_policy_build import check_network_policy, network_policy_values
 from vllm_eks.values.vllm_inference.pod import (
     STARTUP_PERIOD_SECONDS,
     Cache,
@@ -67,7 +68,6 @@ from vllm_eks.values.vllm_inference.ray import (
     disaggregated_values,
     ray_serve_values,
 )
-from vllm_eks.values.vllm_inference.network_policy_build import check_network_policy, network_policy_values
 from vllm_eks.values.vllm_inference.routing_build import api_key_values, check_routing, routing_values
 from vllm_eks.values.vllm_inference.routing_model import ApiKey, Routing
 from vllm_eks.values.vllm_inference.staging_job import Staging, staging_values
