@@ -322,9 +322,9 @@ def test_routing_flag_errors(cli, tmp_path, args, must_contain):
 @pytest.mark.parametrize("args", [
     [*M8, "--routing", "gateway", "--gateway", "inference-gateway/infra"],
     [*M8, "--routing", "alb", "--alb-certificate-arn", CERT, "--alb-scheme", "internet-facing",
-     "--api-key-secret", "vllm-api-key"],
+     "--api-key-secret", "vllm-api-key", "--vpc-cidr", "10.0.0.0/16"],
     [*M8, "--api-key-secret", "vllm-api-key"],
-    [*RAY, "--routing", "alb", "--alb-certificate-arn", CERT],
+    [*RAY, "--routing", "alb", "--alb-certificate-arn", CERT, "--vpc-cidr", "10.0.0.0/16"],
 ], ids=["gateway", "alb", "api-key", "ray-alb"])
 def test_routing_flags_accepted(cli, tmp_path, args):
     r = cli("values", *args, "--out", str(tmp_path / "out"))
