@@ -35,7 +35,8 @@ POOL_API = ("inference.networking.k8s.io", "v1")
 GATEWAY = ["--set", "routing.mode=gateway",
            "--set-json", 'routing.gateway.parentRefs=[{"name":"inference-gateway","namespace":"gateway-system"}]']
 ALB = ["--set", "routing.mode=alb",
-       "--set", "routing.alb.certificateArn=arn:aws:acm:us-east-1:111122223333:certificate/0a1b2c3d-0000-4000-8000-000000000000"]
+       "--set", "routing.alb.certificateArn=arn:aws:acm:us-east-1:111122223333:certificate/0a1b2c3d-0000-4000-8000-000000000000",
+       "--set-json", 'networkPolicy.albSourceCidrs=["10.0.0.0/16"]']
 
 
 def system_node_shape() -> NodeShape:

@@ -113,7 +113,8 @@ EDGES = {
 def _published_prefixes(mode: str) -> list[str]:
     """The path prefixes the rendered HTTPRoute or Ingress sends to the servers."""
     objects = sc.render_chart(sc.CHART_VLLM, sc.VALUES / SCENARIO / "vllm-inference.yaml", set_values={
-        "apiKey": {"existingSecret": SECRET, "secretKey": KEY}, "routing": EDGES[mode]})
+        "apiKey": {"existingSecret": SECRET, "secretKey": KEY}, "routing": EDGES[mode],
+        "networkPolicy": {"albSourceCidrs": ["10.0.0.0/16"]}})
     if mode == "gateway":
         (route,) = [o for o in objects if o["kind"] == "HTTPRoute"]
         matches = [m["path"] for rule in route["spec"]["rules"] for m in rule.get("matches", [{}])]

@@ -15,10 +15,13 @@ a rule admits it when its `ports` are empty or one matches (number, or a name ma
 destination container's port names; protocol TCP by default; `endPort` makes a range), and its
 `from` is empty or one peer matches. A peer with only `podSelector` means pods of the policy's
 namespace; only `namespaceSelector`, every pod of the selected namespaces; both, the selected pods
-of the selected namespaces. `ipBlock` peers name no pod and match none here."""
+of the selected namespaces. An `ipBlock` peer matches a source address inside its `cidr` and
+outside its `except` blocks; an address outside the cluster (source namespace "", e.g. an ALB's
+ENI) matches only `ipBlock` peers."""
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,8 +107,19 @@ def _port_matches(rule_port: dict[str, Any], pod: CreatedPod, number: int, proto
     return int(port) <= number <= int(rule_port.get("endPort", port))
 
 
-def _peer_matches(peer: dict[str, Any], policy_ns: str, source_ns: str, source_labels: dict[str, str]) -> bool:
+def _ip_block_matches(block: dict[str, Any], source_ip: str | None) -> bool:
+    if source_ip is None:
+        return False
+    address = ipaddress.ip_address(source_ip)
+    return (address in ipaddress.ip_network(block["cidr"])
+            and not any(address in ipaddress.ip_network(e) for e in block.get("except") or []))
+
+
+def _peer_matches(peer: dict[str, Any], policy_ns: str, source_ns: str, source_labels: dict[str, str],
+                  source_ip: str | None = None) -> bool:
     if "ipBlock" in peer:
+        return _ip_block_matches(peer["ipBlock"], source_ip)
+    if not source_ns:
         return False
     pod_sel, ns_sel = peer.get("podSelector"), peer.get("namespaceSelector")
     if ns_sel is None:
@@ -116,9 +130,10 @@ def _peer_matches(peer: dict[str, Any], policy_ns: str, source_ns: str, source_l
 
 
 def ingress_admits(policies: list[dict[str, Any]], pod: CreatedPod, number: int, source_ns: str,
-                   source_labels: dict[str, str], protocol: str = "TCP") -> bool:
+                   source_labels: dict[str, str], protocol: str = "TCP", source_ip: str | None = None) -> bool:
     """Whether the NetworkPolicies admit a connection to `pod` on port `number` from a pod with
-    `source_labels` in namespace `source_ns` (a pod no Ingress policy selects admits everything)."""
+    `source_labels` in namespace `source_ns`, or from `source_ip` outside the cluster with source_ns ""
+    (a pod no Ingress policy selects admits everything)."""
     selecting = [p for p in policies if p["metadata"].get("namespace", "") == pod.namespace
                  and "Ingress" in p["spec"].get("policyTypes", ["Ingress"])
                  and selector_matches(p["spec"]["podSelector"], pod.labels)]
@@ -130,8 +145,8 @@ def ingress_admits(policies: list[dict[str, Any]], pod: CreatedPod, number: int,
             peers = rule.get("from") or []
             if ports and not any(_port_matches(rp, pod, number, protocol) for rp in ports):
                 continue
-            if peers and not any(_peer_matches(peer, policy["metadata"].get("namespace", ""), source_ns, source_labels)
-                                 for peer in peers):
+            if peers and not any(_peer_matches(peer, policy["metadata"].get("namespace", ""), source_ns, source_labels,
+                                               source_ip) for peer in peers):
                 continue
             return True
     return False

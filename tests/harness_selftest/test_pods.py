@@ -63,3 +63,18 @@ def test_created_pods_add_controller_labels() -> None:
     assert pods["LeaderWorkerSet/g worker"]["leaderworkerset.sigs.k8s.io/worker-index"] == "1"
     assert pods["RayService/r head"]["ray.io/is-ray-node"] == "yes"
     assert pods["RayService/r gpu"]["ray.io/is-ray-node"] == "yes"
+
+
+def test_ip_block_admits_addresses_inside_cidr_outside_except() -> None:
+    vpc = {"ipBlock": {"cidr": "10.0.0.0/16", "except": ["10.0.9.0/24"]}}
+    p = [policy({"from": [vpc], "ports": [{"port": 8000}]})]
+    assert ingress_admits(p, POD, 8000, "", {}, source_ip="10.0.3.7")          # an ALB ENI in the VPC
+    assert not ingress_admits(p, POD, 8000, "", {}, source_ip="10.0.9.4")      # in an except block
+    assert not ingress_admits(p, POD, 8000, "", {}, source_ip="192.168.1.1")   # outside the VPC
+    assert not ingress_admits(p, POD, 8000, "mon", {})                         # a pod with no address given
+
+
+def test_external_address_matches_no_selector_peer() -> None:
+    p = [policy({"from": [{"namespaceSelector": {}}]})]
+    assert ingress_admits(p, POD, 8000, "anywhere", {})
+    assert not ingress_admits(p, POD, 8000, "", {}, source_ip="10.0.3.7")

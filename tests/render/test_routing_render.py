@@ -32,7 +32,7 @@ DISAGG = VALUES / "qwen3-8b-g6-8xlarge-disaggregated" / "vllm-inference.yaml"
 CERT = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-6789-abcd-ef0123456789"
 GATEWAY = {"routing.mode": "gateway",
            "routing.gateway.parentRefs": [{"name": "inference-gateway", "namespace": "gateway-system"}]}
-ALB = {"routing.mode": "alb", "routing.alb.certificateArn": CERT}
+ALB = {"routing.mode": "alb", "routing.alb.certificateArn": CERT, "networkPolicy.albSourceCidrs": ["10.0.0.0/16"]}
 ROUTER_CLASS = "ray.serve.llm.request_router.PrefixCacheAffinityRouter"
 
 # (id, scenario values file, --set-json values): every mode on the topologies it supports.

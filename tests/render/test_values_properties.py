@@ -100,8 +100,10 @@ RELATED: dict[str, dict[str, tuple[str, ...]]] = {
                      "ray.image.provides", "model.source", "rayServe", "disaggregated", "engine.args",
                      "engine.extraArgs", "routing.mode", "apiKey.existingSecret"),
         # routing: gateway needs parentRefs and a topology the InferencePool can select; alb needs
-        # the certificate; either may make extraEnv / engine.args repeat what the chart sets.
-        "routing.mode": ("routing.gateway", "routing.alb", "extraEnv", "topology"),
+        # the certificate and, with the NetworkPolicy on, the ALB's source CIDRs; either may make
+        # extraEnv / engine.args repeat what the chart sets.
+        "routing.mode": ("routing.gateway", "routing.alb", "extraEnv", "topology", "networkPolicy.albSourceCidrs"),
+        "networkPolicy.enabled": ("networkPolicy.albSourceCidrs", "networkPolicy.allowedNamespaces"),
         "apiKey.existingSecret": ("extraEnv", "engine.args", "engine.extraArgs", "topology"),
         "ray.version": ("rayServe.requestRouter",),
     },

@@ -150,7 +150,10 @@ def test_real_process_prints_one_line_and_no_traceback():
 @pytest.mark.parametrize("flag,value", [("--release", "My_Release"), ("--namespace", "LLM"),
                                         ("--capacity-type", "free"), ("--routing", "nginx"),
                                         ("--gateway", "My_Gateway"), ("--alb-certificate-arn", "cert-1"),
-                                        ("--alb-scheme", "public"), ("--api-key-secret", "API_KEY")])
+                                        ("--alb-scheme", "public"), ("--api-key-secret", "API_KEY"),
+                                        ("--vpc-cidr", "10.0.0.1"), ("--vpc-cidr", "10.0.0.300/16"),
+                                        ("--vpc-cidr", "10.0.0.1/16"), ("--gateway-data-plane-namespace", "Envoy_GW"),
+                                        ("--kuberay-namespace", "Ray"), ("--prometheus-namespace", "")])
 def test_values_flags_are_checked(cli, tmp_path, flag, value):
     r = cli("values", *M8, *G6E, "--out", str(tmp_path / "out"), flag, value)
     assert r.exit_code in (1, 2), r.stdout
@@ -173,3 +176,24 @@ def test_reserved_capacity_with_a_reservation_id_writes_values(cli, tmp_path):
             "--capacity-reservation-id", "cr-0123456789abcdef0")
     assert r.exit_code == 0, r.stderr
     assert "cr-0123456789abcdef0" in (tmp_path / "out" / "gpu-infra.yaml").read_text()
+
+
+ALB_ARGS = ["--routing", "alb", "--alb-certificate-arn", "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d"]
+
+
+@pytest.mark.parametrize("args,must_contain", [
+    (ALB_ARGS, "--routing alb needs --vpc-cidr"),
+    (["--vpc-cidr", "10.0.0.0/16"], "--vpc-cidr is only read with --routing alb"),
+    (["--gateway-data-plane-namespace", "envoy-gateway-system"], "--gateway-data-plane-namespace is only read"),
+    ([*ALB_ARGS, "--vpc-cidr", "10.0.0.0/33"], "--vpc-cidr"),
+], ids=["alb-without-vpc-cidr", "vpc-cidr-without-alb", "data-plane-without-gateway", "prefix-too-long"])
+def test_network_policy_flags_are_refused_in_one_line(cli, tmp_path, args, must_contain):
+    r = cli("values", *M8, *G6E, "--out", str(tmp_path / "out"), *args)
+    _assert_one_line_error(r, must_contain)
+    assert not (tmp_path / "out").exists()
+
+
+def test_alb_with_vpc_cidr_or_without_the_policy_writes_values(cli, tmp_path):
+    for i, extra in enumerate((["--vpc-cidr", "10.0.0.0/16", "--vpc-cidr", "fd00:10::/56"], ["--no-network-policy"])):
+        r = cli("values", *M8, *G6E, "--out", str(tmp_path / f"out{i}"), *ALB_ARGS, *extra)
+        assert r.exit_code == 0, r.stderr

@@ -183,9 +183,12 @@ def test_deeply_nested_config_json(cli, tmp_path):
 # naming a flag, and a refusal writes nothing.
 # flag -> the other flags that make it count
 CERT = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d"
-ROUTING_FLAGS = {"--routing": ["--gateway", "gw", "--alb-certificate-arn", CERT],
-                 "--gateway": ["--routing", "gateway"], "--alb-certificate-arn": ["--routing", "alb"],
-                 "--alb-scheme": ["--routing", "alb", "--alb-certificate-arn", CERT], "--api-key-secret": []}
+VPC = ["--vpc-cidr", "10.0.0.0/16"]
+ROUTING_FLAGS = {"--routing": ["--gateway", "gw", "--alb-certificate-arn", CERT, *VPC],
+                 "--gateway": ["--routing", "gateway"], "--alb-certificate-arn": ["--routing", "alb", *VPC],
+                 "--alb-scheme": ["--routing", "alb", "--alb-certificate-arn", CERT, *VPC], "--api-key-secret": [],
+                 "--vpc-cidr": ["--routing", "alb", "--alb-certificate-arn", CERT],
+                 "--gateway-data-plane-namespace": ["--routing", "gateway", "--gateway", "gw"]}
 
 
 @pytest.mark.parametrize("flag", sorted(ROUTING_FLAGS))

@@ -193,7 +193,7 @@ def test_plan_json_prints_routing_flat(plan_json):
 def test_every_scenario_fits_an_alb_or_is_refused_in_one_line(cli, tmp_path, name):
     r = _scenario_plan(name).routing
     args = ["values", *shlex.split(SCENARIOS[name]["args"]), "--out", str(tmp_path / "out"),
-            "--routing", "alb", "--alb-certificate-arn", CERT]
+            "--routing", "alb", "--alb-certificate-arn", CERT, "--vpc-cidr", "10.0.0.0/16"]
     result = cli(*args)
     if r.alb_idle_timeout_seconds is not None:
         assert r.longest_stream_seconds < r.alb_idle_timeout_seconds <= ALB_IDLE_TIMEOUT_MAX_SECONDS
@@ -322,9 +322,9 @@ def test_routing_flag_errors(cli, tmp_path, args, must_contain):
 @pytest.mark.parametrize("args", [
     [*M8, "--routing", "gateway", "--gateway", "inference-gateway/infra"],
     [*M8, "--routing", "alb", "--alb-certificate-arn", CERT, "--alb-scheme", "internet-facing",
-     "--api-key-secret", "vllm-api-key"],
+     "--api-key-secret", "vllm-api-key", "--vpc-cidr", "10.0.0.0/16"],
     [*M8, "--api-key-secret", "vllm-api-key"],
-    [*RAY, "--routing", "alb", "--alb-certificate-arn", CERT],
+    [*RAY, "--routing", "alb", "--alb-certificate-arn", CERT, "--vpc-cidr", "10.0.0.0/16"],
 ], ids=["gateway", "alb", "api-key", "ray-alb"])
 def test_routing_flags_accepted(cli, tmp_path, args):
     r = cli("values", *args, "--out", str(tmp_path / "out"))

@@ -101,6 +101,9 @@ reading S3 only when they load the model. */}}
 {{- if and $np.enabled (not $np.allowedNamespaces) (not $np.allowSameNamespace) -}}
 {{- print "networkPolicy.allowedNamespaces: empty with allowSameNamespace false would admit no client at all\n" -}}
 {{- end -}}
+{{- if and $np.enabled (eq (toString .Values.routing.mode) "alb") (not $np.albSourceCidrs) -}}
+{{- print "networkPolicy.albSourceCidrs: required when routing.mode is alb and networkPolicy.enabled (the ALB connects from its ENIs in the VPC's subnets: list the VPC CIDR, e.g. 10.0.0.0/16), or set networkPolicy.enabled false\n" -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The API key is vLLM's own check, which Ray Serve's OpenAI app does not run. */}}

@@ -177,6 +177,7 @@ def explain(**kwargs) -> None:
 def values(out_dir: str, quotas: tuple[str, ...], **kwargs) -> None:
     """Write values for every chart, plan.json and a README into --out."""
     from vllm_eks.output.scenario_folder import write_scenario
+    from vllm_eks.values.vllm_inference.network_policy_build import check_network_policy
     from vllm_eks.values.vllm_inference.routing_build import check_routing
 
     if not out_dir.strip():
@@ -195,6 +196,7 @@ def values(out_dir: str, quotas: tuple[str, ...], **kwargs) -> None:
         opts["gateway_name"], opts["gateway_namespace"] = name, namespace or None
     options = ValuesOptions(**opts)
     check_routing(p, options)
+    check_network_policy(p, options)
     command = _command_line(click.get_current_context())
     written = write_scenario(p, options, Path(out_dir), command, report.scenario_readme(p, command))
     for path in written:

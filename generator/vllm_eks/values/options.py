@@ -21,6 +21,7 @@ from vllm_eks.values.base import (
     CapacityType,
     on_demand,
 )
+from vllm_eks.values.cidr import Cidr
 
 ReservationId = Annotated[str, Field(pattern=CAPACITY_RESERVATION_ID, max_length=64)]
 RoutingMode = Literal["service", "gateway", "alb"]
@@ -92,6 +93,21 @@ class ValuesOptions(BaseModel):
     prometheus_release_label: str = Field(default="kube-prometheus-stack", pattern=LABEL_VALUE, max_length=63,
                                           description=(
         "`release` label the Prometheus operator selects monitors and rules by."))
+    prometheus_namespace: str = Field(default="monitoring", pattern=DNS1123_LABEL, max_length=63, description=(
+        "Namespace of Prometheus, admitted to the metrics ports by the model server's NetworkPolicy."))
+    # network policy (charts/vllm-inference networkPolicy.*)
+    network_policy: bool = Field(default=True, description=(
+        "Render the model server's ingress NetworkPolicy (docs/security.md)."))
+    kuberay_namespace: str = Field(default="ray-system", pattern=DNS1123_LABEL, max_length=63, description=(
+        "On ray-serve and disaggregated: namespace of the KubeRay operator, admitted to the Ray dashboard "
+        "ports by the NetworkPolicy."))
+    vpc_cidrs: list[Cidr] = Field(default_factory=list, json_schema_extra={"flag": "--vpc-cidr"}, description=(
+        "With --routing alb: CIDR the ALB connects from, e.g. the VPC's (repeatable; the NetworkPolicy admits "
+        "it to port 8000)."))
+    gateway_data_plane_namespaces: list[Annotated[str, Field(pattern=DNS1123_LABEL, max_length=63)]] = Field(
+        default_factory=list, json_schema_extra={"flag": "--gateway-data-plane-namespace"}, description=(
+            "With --routing gateway: namespace of the Gateway's data-plane proxies when it is not the Gateway's "
+            "(Envoy Gateway: envoy-gateway-system; repeatable)."))
     # routing (charts/vllm-inference routing.*, apiKey)
     routing: RoutingMode = Field(default="service", description=(
         "How requests reach the servers: the chart's Service; gateway: an InferencePool with the Gateway API "

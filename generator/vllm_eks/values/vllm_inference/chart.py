@@ -38,6 +38,7 @@ from vllm_eks.values.vllm_inference.multi_node import (
     Nccl,
     multi_node_values,
 )
+from vllm_eks.values.vllm_inference.network_policy_build import check_network_policy, network_policy_values
 from vllm_eks.values.vllm_inference.pod import (
     STARTUP_PERIOD_SECONDS,
     Cache,
@@ -246,6 +247,8 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
 def _add_routing_values(values: VllmInferenceValues, plan: Plan, options: ValuesOptions) -> None:
     """routing, apiKey and the Ray Serve router from the Plan's routing section and the options."""
     check_routing(plan, options)
+    check_network_policy(plan, options)
+    values.network_policy = network_policy_values(plan, options)
     routed = routing_values(plan, options)
     values.routing = Routing.model_validate(routed["routing"])
     if "rayServe" in routed:

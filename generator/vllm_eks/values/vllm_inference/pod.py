@@ -26,6 +26,7 @@ from vllm_eks.values.base import (
     ResourceList,
     ValuesModel,
 )
+from vllm_eks.values.cidr import Cidr
 from vllm_eks.values.options import ValuesOptions
 from vllm_eks.values.vllm_inference.claims import RWX_CLASS_NEEDED, check_claim_holds
 from vllm_eks.values.vllm_inference.images import TestImage
@@ -252,14 +253,26 @@ class SecurityContext(ValuesModel):
 
 
 class NetworkPolicy(ValuesModel):
-    enabled: bool = Field(False, description=(
+    enabled: bool = Field(True, description=(
         "Render an ingress NetworkPolicy: the serving port 8000 (and on ray-serve and disaggregated the Ray "
         "dashboard 8265, dashboard agent 52365 and metrics 8080 ports) from allowedNamespaces and the release "
-        "namespace; multi-node and Ray pods of the release also reach each other on any port"))
+        "namespace; multi-node and Ray pods of the release also reach each other on any port. Enforced only "
+        "where the CNI enforces NetworkPolicies (docs/security.md)"))
     allowed_namespaces: list[Annotated[str, Field(pattern=DNS1123_LABEL)]] = Field(
-        default_factory=list, description="Namespaces allowed to connect (e.g. the gateway and Prometheus namespaces)")
+        default_factory=list, description=(
+            "Namespaces allowed to connect (e.g. Prometheus' and, on ray-serve and disaggregated, the KubeRay "
+            "operator's)"))
     allow_same_namespace: bool = Field(
         True, description="Also admit pods of the release namespace (the helm test pod runs there)")
+    alb_source_cidrs: list[Cidr] = Field(default_factory=list, description=(
+        "With routing.mode alb: the CIDRs the ALB connects from (its ENIs sit in the VPC's subnets; IP "
+        "targets, so no pod or namespace selector matches it), admitted to port 8000 as ipBlock peers. "
+        "Required when the policy is on and routing.mode is alb, e.g. the VPC CIDR"))
+    gateway_data_plane_namespaces: list[Annotated[str, Field(pattern=DNS1123_LABEL)]] = Field(
+        default_factory=list, description=(
+            "With routing.mode gateway: namespaces of the Gateway's data-plane proxies, admitted to port 8000 "
+            "besides the parentRefs' namespaces. Envoy Gateway runs them in its controller namespace "
+            "(envoy-gateway-system by default); Istio and kgateway in the Gateway's namespace (already admitted)"))
 
 
 class Service(ValuesModel):
