@@ -150,7 +150,8 @@ def test_real_process_prints_one_line_and_no_traceback():
 @pytest.mark.parametrize("flag,value", [("--release", "My_Release"), ("--namespace", "LLM"),
                                         ("--capacity-type", "free"), ("--routing", "nginx"),
                                         ("--gateway", "My_Gateway"), ("--alb-certificate-arn", "cert-1"),
-                                        ("--alb-scheme", "public"), ("--api-key-secret", "API_KEY")])
+                                        ("--alb-scheme", "public"), ("--gateway-provider", "nginx"),
+                                        ("--api-key-secret", "API_KEY")])
 def test_values_flags_are_checked(cli, tmp_path, flag, value):
     r = cli("values", *M8, *G6E, "--out", str(tmp_path / "out"), flag, value)
     assert r.exit_code in (1, 2), r.stdout

@@ -185,7 +185,8 @@ def test_deeply_nested_config_json(cli, tmp_path):
 CERT = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d"
 ROUTING_FLAGS = {"--routing": ["--gateway", "gw", "--alb-certificate-arn", CERT],
                  "--gateway": ["--routing", "gateway"], "--alb-certificate-arn": ["--routing", "alb"],
-                 "--alb-scheme": ["--routing", "alb", "--alb-certificate-arn", CERT], "--api-key-secret": []}
+                 "--alb-scheme": ["--routing", "alb", "--alb-certificate-arn", CERT], "--api-key-secret": [],
+                 "--gateway-provider": ["--routing", "gateway", "--gateway", "gw"]}
 
 
 @pytest.mark.parametrize("flag", sorted(ROUTING_FLAGS))
