@@ -150,7 +150,7 @@ def test_real_process_prints_one_line_and_no_traceback():
 @pytest.mark.parametrize("flag,value", [("--release", "My_Release"), ("--namespace", "LLM"),
                                         ("--capacity-type", "free"), ("--routing", "nginx"),
                                         ("--gateway", "My_Gateway"), ("--alb-certificate-arn", "cert-1"),
-                                        ("--alb-scheme", "public"), ("--api-key-secret", "API_KEY"),
+                                        ("--alb-scheme", "public"), ("--gateway-provider", "nginx"), ("--api-key-secret", "API_KEY"),
                                         ("--vpc-cidr", "10.0.0.1"), ("--vpc-cidr", "10.0.0.300/16"),
                                         ("--vpc-cidr", "10.0.0.1/16"), ("--gateway-data-plane-namespace", "Envoy_GW"),
                                         ("--kuberay-namespace", "Ray"), ("--prometheus-namespace", "")])

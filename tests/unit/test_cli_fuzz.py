@@ -188,7 +188,8 @@ ROUTING_FLAGS = {"--routing": ["--gateway", "gw", "--alb-certificate-arn", CERT,
                  "--gateway": ["--routing", "gateway"], "--alb-certificate-arn": ["--routing", "alb", *VPC],
                  "--alb-scheme": ["--routing", "alb", "--alb-certificate-arn", CERT, *VPC], "--api-key-secret": [],
                  "--vpc-cidr": ["--routing", "alb", "--alb-certificate-arn", CERT],
-                 "--gateway-data-plane-namespace": ["--routing", "gateway", "--gateway", "gw"]}
+                 "--gateway-data-plane-namespace": ["--routing", "gateway", "--gateway", "gw"],
+                 "--gateway-provider": ["--routing", "gateway", "--gateway", "gw"]}
 
 
 @pytest.mark.parametrize("flag", sorted(ROUTING_FLAGS))

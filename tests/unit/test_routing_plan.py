@@ -233,10 +233,13 @@ def test_gateway_routing_values():
     check_routing(p, opts)
     assert routing_values(p, opts) == {"routing": {"mode": "gateway", "gateway": {
         "parentRefs": [{"name": "inference-gateway", "namespace": "infra"}],
+        "provider": "none",
         "requestTimeout": "39m",
         "picker": {"resources": {"requests": {"cpu": "600m", "memory": "768Mi"}, "limits": {"memory": "1536Mi"}},
                    "prefixCache": {"blockSize": 16, "maxPrefixBlocksToMatch": 8192,
                                    "lruCapacityPerServer": 81412}}}}}
+    istio = ValuesOptions(routing="gateway", gateway_name="gw", gateway_provider="istio")
+    assert routing_values(p, istio)["routing"]["gateway"]["provider"] == "istio"
     no_ns = routing_values(p, ValuesOptions(routing="gateway", gateway_name="gw"))
     assert no_ns["routing"]["gateway"]["parentRefs"] == [{"name": "gw"}]
 
@@ -297,6 +300,8 @@ ROUTING_ERRORS = [
      ["--alb-certificate-arn"]),
     ("bad api key secret", [*M8, "--api-key-secret", "API key"], ["--api-key-secret"]),
     ("gateway flag without gateway routing", [*M8, "--gateway", "gw"], ["--gateway", "--routing gateway"]),
+    ("provider without gateway routing", [*M8, "--gateway-provider", "istio"],
+     ["--gateway-provider", "--routing gateway"]),
     ("certificate without alb routing", [*M8, "--alb-certificate-arn", CERT], ["--alb-certificate-arn", "--routing alb"]),
     ("scheme without alb routing", [*M8, "--alb-scheme", "internet-facing"], ["--alb-scheme", "--routing alb"]),
     # an internet-facing edge needs authentication: vLLM's API key, or (Ray, which checks none) the ALB's own

@@ -47,7 +47,7 @@ def _request(kwargs: dict) -> PlanRequest:
 
 # ValuesOptions fields are flags of `values` only; --gateway NAME[/NAMESPACE] sets the two gateway
 # fields. The routing flags follow --gateway.
-_ROUTING_FLAGS = ("alb_certificate_arn", "alb_scheme", "api_key_secret")
+_ROUTING_FLAGS = ("gateway_provider", "alb_certificate_arn", "alb_scheme", "api_key_secret")
 values_options = model_options(ValuesOptions, exclude=("gateway_name", "gateway_namespace", *_ROUTING_FLAGS))
 values_routing_options = model_options(ValuesOptions, order=_ROUTING_FLAGS)
 

@@ -118,6 +118,9 @@ class ValuesOptions(BaseModel):
                                      description="Gateway the HTTPRoute attaches to (routing gateway)")
     gateway_namespace: str | None = Field(default=None, pattern=DNS1123_LABEL, max_length=63,
                                           description="Namespace of that Gateway (default: the release namespace)")
+    gateway_provider: Literal["none", "istio"] = Field(default="none", description=(
+        "With --routing gateway: the Gateway's implementation. istio adds a DestinationRule so Istio speaks TLS to "
+        "the endpoint picker; none adds nothing."))
     alb_certificate_arn: str | None = Field(default=None, pattern=ACM_CERTIFICATE_ARN, max_length=2048, description=(
         "With --routing alb: ACM certificate ARN of the HTTPS listener."))
     alb_scheme: Literal["internal", "internet-facing"] = Field(default="internal", description=(

@@ -37,6 +37,8 @@ def check_routing(plan: Plan, options: ValuesOptions) -> None:
     mode, topology = options.routing, plan.topology
     if mode != "gateway" and (options.gateway_name or options.gateway_namespace):
         raise InvalidOptionError(f"--gateway is only read with --routing gateway (got --routing {mode})")
+    if mode != "gateway" and options.gateway_provider != "none":
+        raise InvalidOptionError(f"--gateway-provider is only read with --routing gateway (got --routing {mode})")
     if mode != "alb" and options.alb_certificate_arn:
         raise InvalidOptionError(f"--alb-certificate-arn is only read with --routing alb (got --routing {mode})")
     if mode != "alb" and options.alb_scheme != "internal":
@@ -98,6 +100,7 @@ def routing_values(plan: Plan, options: ValuesOptions) -> dict[str, Any]:
             ref["namespace"] = options.gateway_namespace
         section["gateway"] = {
             "parentRefs": [ref],
+            "provider": options.gateway_provider,
             "requestTimeout": gateway_duration(routing.request_timeout_seconds),
             "picker": {
                 "resources": {

@@ -137,7 +137,19 @@ class ParentRef(ValuesModel):
         "Listener of the Gateway to attach to; empty: every listener that admits the route"))
 
 
+# The Gateway implementation, for the objects it needs besides the Gateway API ones. istio: a
+# DestinationRule so the Istio gateway speaks TLS to the picker's --secure-serving port (GIE's
+# inferencepool chart renders the same for provider.name istio; Istio does not originate TLS to a
+# Service on its own). none: nothing extra (the gateway must reach the picker by itself).
+GatewayProvider = Literal["none", "istio"]
+
+
 class Gateway(ValuesModel):
+    provider: GatewayProvider = Field("none", description=(
+        "The Gateway's implementation. istio: a DestinationRule (networking.istio.io/v1) for the picker's "
+        "Service with TLS SIMPLE and insecureSkipVerify, since the picker serves ext-proc with a self-signed "
+        "certificate; without it Istio calls the picker in plain text, the call fails and FailOpen silently "
+        "falls back to plain balancing. none: no provider objects"))
     parent_refs: list[ParentRef] = Field(default_factory=list, max_length=32, description=(
         "Gateways the HTTPRoute attaches to (HTTPRoute parentRefs: {name, namespace, sectionName}); at least one "
         "when mode is gateway. Their listeners must allow routes from the release namespace"))
