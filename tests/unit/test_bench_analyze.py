@@ -1,6 +1,7 @@
 """The Plan comparison, the recommendations and the whole analysis."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +96,30 @@ def test_disaggregated_plan_prices_both_pools(cli, plan_json, tmp_path):
     assert a.price.usd_per_hour == pytest.approx(plan.cost.cost_per_hour_usd * 5)
     seqs = next(x for x in a.comparison if x.name == "knee per replica / max_num_seqs")
     assert seqs.estimate == plan.decode.max_num_seqs and "decode pool" in seqs.compares
+
+
+def _with_target(paths: list[str], target: str, url: str) -> None:
+    for p in paths:
+        d = json.loads(Path(p).read_text())
+        d["vllm_eks_target"], d["vllm_eks_base_url"] = target, url
+        Path(p).write_text(json.dumps(d))
+
+
+def test_the_analysis_names_what_the_sweep_measured(cli, tmp_path):
+    rows = [(8, 3000.0, 300.0, 20.0), (16, 4000.0, 500.0, 25.0)]
+    bare = write_sweep(tmp_path / "bare", rows)
+    r = cli("bench", "analyze", *bare, "--json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["target"] == "unknown" and json.loads(r.stdout)["base_url"] is None
+    r = cli("bench", "analyze", *bare)
+    (line,) = [x for x in r.stdout.splitlines() if x.startswith("Measured through:")]
+    assert "unknown" in line
+    routed = write_sweep(tmp_path / "routed", rows)
+    _with_target(routed, "route", "https://llm.example.com")
+    a = json.loads(cli("bench", "analyze", *routed, "--json").stdout)
+    assert (a["target"], a["base_url"]) == ("route", "https://llm.example.com")
+    (line,) = [x for x in cli("bench", "analyze", *routed).stdout.splitlines() if x.startswith("Measured through:")]
+    assert "route" in line and "https://llm.example.com" in line
+    _with_target(routed[:1], "service", "http://r.ns.svc:8000")
+    a = json.loads(cli("bench", "analyze", *routed, "--json").stdout)
+    assert a["target"] == "mixed" and any("different targets" in n for n in a["notes"])

@@ -123,6 +123,7 @@ def test_run_errors(cli, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     one_line_error(cli(*base), "no `vllm` executable on PATH", "--vllm")
     one_line_error(cli(*base, "--vllm", str(tmp_path / "nope")), "--vllm", "nope")
+    one_line_error(cli(*base, "--vllm", str(_fake_vllm(tmp_path)) + "\n--help"), "--vllm", "control character '\\n'")
     one_line_error(cli(*base, "--vllm", str(_fake_vllm(tmp_path)), "--concurrency", "1,x"), "--concurrency '1,x'")
     one_line_error(cli(*base, "--vllm", str(_fake_vllm(tmp_path)), "--concurrency", "0"), "--concurrency")
     one_line_error(cli(*base, "--vllm", str(_fake_vllm(tmp_path)), "--dataset", str(tmp_path / "d.jsonl")),

@@ -120,3 +120,38 @@ def test_bad_results_name_the_flag(cli, tmp_path):
                     "at least 2 concurrency levels")
     one_line_error(cli("plan", *QWEN, "--max-num-seqs", "16", "--from-benchmark", str(CPU_SWEEP)),
                     "--from-benchmark", "--max-num-seqs 16")
+
+
+def _targeted_sweep(folder: Path, target: str | None) -> Path:
+    """The fixture sweep's levels, each recording `target` as the chart's Job's --metadata does."""
+    folder.mkdir()
+    for src in CPU_SWEEP.glob("*.json"):
+        d = json.loads(src.read_text())
+        if target is not None:
+            d["vllm_eks_target"], d["vllm_eks_base_url"] = target, "http://release.ns.svc:8000"
+        (folder / src.name).write_text(json.dumps(d))
+    return folder
+
+
+def test_a_service_sweep_for_gateway_values_warns(cli, tmp_path):
+    sweep = _targeted_sweep(tmp_path / "svc", "service")
+    r = cli("values", *QWEN, "--from-benchmark", str(sweep), "--routing", "gateway", "--gateway", "gw",
+            "--out", str(tmp_path / "o"))
+    assert r.exit_code == 0, r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if x.startswith("vllm-eks: warning:")]
+    assert "--from-benchmark" in line and "vllm_eks_target service" in line and "--routing gateway" in line
+    assert "benchmark.baseUrl" in line
+
+
+def test_no_warning_when_the_sweep_matches_or_cannot_tell(cli, tmp_path):
+    route = _targeted_sweep(tmp_path / "route", "route")
+    bare = _targeted_sweep(tmp_path / "bare", None)
+    svc = _targeted_sweep(tmp_path / "svc", "service")
+    for i, (sweep, routing) in enumerate(((route, ["--routing", "gateway", "--gateway", "gw"]),
+                                          (bare, ["--routing", "gateway", "--gateway", "gw"]),
+                                          (svc, []))):
+        r = cli("values", *QWEN, "--from-benchmark", str(sweep), *routing, "--out", str(tmp_path / f"o{i}"))
+        assert r.exit_code == 0 and "warning" not in r.stderr, r.stderr
+    # plan has no --routing: nothing to compare against
+    r = cli("plan", *QWEN, "--from-benchmark", str(svc), "--json")
+    assert r.exit_code == 0 and "warning" not in r.stderr, r.stderr

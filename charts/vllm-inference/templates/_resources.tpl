@@ -18,11 +18,15 @@ A Kubernetes quantity (the schema has checked its form) as a float in base units
 {{- end -}}
 
 {{/* Each resource request at most its limit (the API server rejects the pod otherwise): the
-     server container, and on the Ray topologies the head container. */}}
+     server container, on the Ray topologies the head container, with routing.mode gateway the
+     endpoint picker. */}}
 {{- define "vllm-inference.validateValues.requestsWithinLimits" -}}
 {{- $sets := dict "resources" .Values.resources -}}
 {{- if eq (include "vllm-inference.onRay" .) "true" -}}
 {{- $_ := set $sets "ray.head.resources" .Values.ray.head.resources -}}
+{{- end -}}
+{{- if eq (toString .Values.routing.mode) "gateway" -}}
+{{- $_ := set $sets "routing.gateway.picker.resources" .Values.routing.gateway.picker.resources -}}
 {{- end -}}
 {{- range $path := keys $sets | sortAlpha -}}
 {{- $r := get $sets $path -}}

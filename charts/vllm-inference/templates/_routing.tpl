@@ -112,6 +112,16 @@ ACM certificate (the Ingress listens on HTTPS only).
 {{- if not $r.gateway.parentRefs -}}
 {{- print "routing.gateway.parentRefs: at least one Gateway (name, optional namespace and sectionName) is required when routing.mode is gateway\n" -}}
 {{- end -}}
+{{- /* the same Gateway listener twice: an empty namespace is the release's */ -}}
+{{- $seen := dict -}}
+{{- range $i, $p := $r.gateway.parentRefs -}}
+{{- $ref := printf "%s/%s/%s" (default $.Release.Namespace $p.namespace) $p.name (default "" $p.sectionName) -}}
+{{- if hasKey $seen $ref -}}
+{{- printf "routing.gateway.parentRefs[%d]: %s (namespace/name/sectionName) repeats parentRefs[%v]; give each Gateway listener once\n" $i $ref (get $seen $ref) -}}
+{{- else -}}
+{{- $_ := set $seen $ref $i -}}
+{{- end -}}
+{{- end -}}
 {{- $w := $r.gateway.picker.scorers -}}
 {{- if and (eq (int $w.queue) 0) (eq (int $w.kvCacheUtilization) 0) (eq (int $w.prefixCache) 0) -}}
 {{- print "routing.gateway.picker.scorers: every weight is 0, so the picker would choose pods at random; give queue, kvCacheUtilization or prefixCache a weight above 0\n" -}}

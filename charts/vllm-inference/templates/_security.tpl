@@ -95,6 +95,22 @@ reading S3 only when they load the model. */}}
 {{- end -}}
 {{- end -}}
 
+{{/* Pod Security restricted (the default, securityContext.allowRoot false) admits only these volume
+     sources (kubernetes.io/docs/concepts/security/pod-security-standards, "Volume Types"): a
+     hostPath or any other extra volume would get every pod rejected by a restricted namespace. */}}
+{{- define "vllm-inference.validateValues.restrictedVolumes" -}}
+{{- if not .Values.securityContext.allowRoot -}}
+{{- $allowed := list "name" "configMap" "csi" "downwardAPI" "emptyDir" "ephemeral" "persistentVolumeClaim" "projected" "secret" -}}
+{{- range $i, $v := .Values.extraVolumes -}}
+{{- range $source := keys $v | sortAlpha -}}
+{{- if not (has $source $allowed) -}}
+{{- printf "extraVolumes[%d].%s: not allowed under Pod Security restricted (the chart's default); use configMap, csi, downwardAPI, emptyDir, ephemeral, persistentVolumeClaim, projected or secret, or set securityContext.allowRoot: true to opt out of restricted\n" $i $source -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* A NetworkPolicy admits at least one client. */}}
 {{- define "vllm-inference.validateValues.networkPolicyClients" -}}
 {{- $np := .Values.networkPolicy -}}

@@ -32,6 +32,7 @@ schema validation (helm --skip-schema-validation).
 {{- $out = print $out (include "vllm-inference.validateValues.serviceAccountName" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.irsaRoleArn" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.nonRootUser" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.restrictedVolumes" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.requestsWithinLimits" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.shmWithinMemoryLimit" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.metadataKeys" .) -}}

@@ -13,7 +13,7 @@ from rich.table import Table
 from vllm_eks.bench.compare import Ratio, compare
 from vllm_eks.bench.cost import CapacityType, PointCost, Price, point_cost, resolve_price
 from vllm_eks.bench.knee import Knee, KneeCriteria, SloLimit, find_knee, slo_limit
-from vllm_eks.bench.results import BenchResult, load_sweep, sweep_notes
+from vllm_eks.bench.results import BenchResult, load_sweep, sweep_base_url, sweep_notes, sweep_target
 from vllm_eks.bench.sweep_settings import Recommendation, recommend
 from vllm_eks.core.errors import InvalidOptionError
 from vllm_eks.core.json_input import JsonInputError, read_json
@@ -36,6 +36,9 @@ class Level(BaseModel):
 
 class Analysis(BaseModel):
     replicas: int
+    # the results' vllm_eks_target: service, route, unknown (no such metadata) or mixed
+    target: str = "unknown"
+    base_url: str | None = None
     levels: list[Level]
     knee: Knee
     slo: SloLimit | None
@@ -115,7 +118,8 @@ def analyze(paths: list[str], plan: Plan | None = None, plan_path: str | None = 
         if slo is not None and slo.concurrency is not None:
             costs.append(point_cost("SLO limit", by_level[slo.concurrency], price))
 
-    return Analysis(replicas=replicas, levels=[_level(r) for r in sweep], knee=knee, slo=slo, price=price,
+    return Analysis(replicas=replicas, target=sweep_target(sweep), base_url=sweep_base_url(sweep),
+                    levels=[_level(r) for r in sweep], knee=knee, slo=slo, price=price,
                     costs=costs, comparison=compare(plan, sweep, knee.concurrency, replicas) if plan else [],
                     recommendation=recommend(by_level[knee.concurrency], replicas, ttft), plan=plan_path,
                     notes=sweep_notes(sweep))
@@ -127,6 +131,19 @@ def _num(v: float | None, fmt: str = "{:.2f}") -> str:
 
 def _usd(v: float | None) -> str:
     return "n/a" if v is None else (f"{v:,.2f}" if v >= 1 else f"{v:.4f}")
+
+
+_TARGETS = {"service": "the release's Service (per-connection balancing, no gateway or endpoint picker)",
+            "route": "benchmark.baseUrl (the routing layer users call)",
+            "unknown": "unknown (the results carry no vllm_eks_target: not run by the chart's benchmark Job)",
+            "mixed": "mixed: the levels record different vllm_eks_target values"}
+
+
+def target_text(a: Analysis) -> str:
+    what = _TARGETS.get(a.target, a.target)
+    if a.target in ("service", "route"):
+        return f"{a.target}: {what}" + (f" at {a.base_url}" if a.base_url else "")
+    return what
 
 
 def render(a: Analysis, console: Console) -> None:
@@ -145,6 +162,7 @@ def render(a: Analysis, console: Console) -> None:
                   f"{lv.completed}/{lv.failed}", ", ".join(marks))
     console.print(t)
 
+    console.print(f"[bold]Measured through:[/bold] {target_text(a)}")
     console.print(f"[bold]Knee:[/bold] concurrency {a.knee.concurrency} ({a.knee.reason})")
     console.print(f"  definition: {a.knee.definition}")
     if a.slo is None:

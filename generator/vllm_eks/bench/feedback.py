@@ -20,15 +20,21 @@ setting for a serving endpoint.
 The sweep must be of the model the Plan serves: every result's model_id (what `vllm bench serve
 --model` named) must be the Plan's served_model_name or its model_source (the Hugging Face repo id
 `vllm bench serve` also accepts with its own --served-model-name); anything else is an error, since
-another model's knee would size this one. Results without model_id are accepted (nothing to compare)."""
+another model's knee would size this one. Results without model_id are accepted (nothing to compare).
+
+With `vllm-eks values --routing gateway|alb`, a sweep whose results record vllm_eks_target
+"service" (the chart's benchmark Job without benchmark.baseUrl) gets a one-line warning: it measured
+the Service's per-connection balancing, not the routing layer the values put in front. `plan` and
+`explain` take no --routing, so they cannot tell and print nothing."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 from vllm_eks.bench.analyze import analyze
-from vllm_eks.bench.results import BenchResult, load_sweep
+from vllm_eks.bench.results import BenchResult, load_sweep, sweep_target
 from vllm_eks.core.derivations import Derivation, Derivations
 from vllm_eks.core.errors import BenchmarkResultError, InvalidOptionError
 from vllm_eks.planning.planner import make_plan
@@ -51,6 +57,15 @@ def check_model(sweep: list[BenchResult], plan: Plan) -> None:
                 f"{FLAG} {r.source}: model_id {r.model_id!r} is not the model this Plan serves "
                 f"(served_model_name {plan.served_model_name!r}, model source {plan.model_source!r}); "
                 "give the sweep of this deployment's model (vllm bench serve --model <served_model_name>)")
+
+
+def target_warning(sweep: list[BenchResult], routing: str | None) -> str | None:
+    """A warning when the values route through a gateway or an ALB but the sweep measured the Service."""
+    if routing not in ("gateway", "alb") or sweep_target(sweep) != "service":
+        return None
+    layer = "the Gateway and its endpoint picker" if routing == "gateway" else "the ALB"
+    return (f"{FLAG}: the sweep measured the release's Service (vllm_eks_target service) but --routing {routing} "
+            f"sends requests through {layer}; run it again with benchmark.baseUrl set to the URL users call")
 
 
 def check_usable(at: BenchResult, knee_found: bool) -> None:
@@ -121,9 +136,11 @@ def _derivations(m: MeasuredPlan, knee_reason: str, keda_why: str) -> list[Deriv
     return d.items
 
 
-def plan_from_benchmark(req: PlanRequest, paths: list[str]) -> Plan:
+def plan_from_benchmark(req: PlanRequest, paths: list[str], routing: str | None = None,
+                        warn: Callable[[str], None] | None = None) -> Plan:
     """The Plan with max_num_seqs and the KEDA threshold from the sweep in `paths` (files or
-    folders of `vllm bench serve` results); every error names --from-benchmark."""
+    folders of `vllm bench serve` results); every error names --from-benchmark. `routing` (the
+    values' --routing, None when the command has none) and `warn` report a sweep of the wrong target."""
     if req.max_num_seqs is not None:
         raise InvalidOptionError(f"{FLAG} sets max_num_seqs from the sweep; --max-num-seqs {req.max_num_seqs} "
                            "conflicts with it: give one of them")
@@ -140,6 +157,9 @@ def plan_from_benchmark(req: PlanRequest, paths: list[str]) -> Plan:
     except BenchmarkResultError as e:
         raise BenchmarkResultError(f"{FLAG}: {e}") from None
     check_model(sweep, estimate)
+    warning = target_warning(sweep, routing)
+    if warning and warn:
+        warn(warning)
     try:
         kv_plan = estimate
         for _ in range(MAX_ROUNDS):

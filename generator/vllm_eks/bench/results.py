@@ -67,6 +67,10 @@ class BenchResult(BaseModel):
     num_prompts: int | None = None
     date: str | None = None
     request_rate: float | str | None = Field(None, description='"inf" (all requests at once) or requests/s')
+    # --metadata the chart's benchmark Job adds (templates/benchmark-job.yaml): what the requests went to
+    vllm_eks_target: str | None = Field(
+        None, description='"service" (the release\'s Service) or "route" (benchmark.baseUrl)')
+    vllm_eks_base_url: str | None = None
 
     @property
     def concurrency(self) -> int:
@@ -151,6 +155,21 @@ def load_sweep(paths: list[str], min_levels: int = 2) -> list[BenchResult]:
     return [by_level[c] for c in sorted(by_level)]
 
 
+UNKNOWN_TARGET = "unknown"
+
+
+def sweep_target(results: list[BenchResult]) -> str:
+    """What the sweep measured through: the vllm_eks_target its results record ("service" or
+    "route"), "unknown" for results without it (not run by the chart's Job), "mixed" when levels differ."""
+    targets = {r.vllm_eks_target or UNKNOWN_TARGET for r in results}
+    return targets.pop() if len(targets) == 1 else "mixed"
+
+
+def sweep_base_url(results: list[BenchResult]) -> str | None:
+    urls = {r.vllm_eks_base_url for r in results if r.vllm_eks_base_url}
+    return urls.pop() if len(urls) == 1 else None
+
+
 def sweep_notes(results: list[BenchResult]) -> list[str]:
     """Things about a sweep that make its figures less comparable, for the report (not errors)."""
     notes = []
@@ -165,6 +184,9 @@ def sweep_notes(results: list[BenchResult]) -> list[str]:
              if r.completed + r.failed < r.concurrency]
     if short:
         notes.append("fewer requests than the concurrency at " + ", ".join(short) + ": the level never ran full")
+    targets = sorted({f"{r.vllm_eks_target or UNKNOWN_TARGET}" for r in results})
+    if len(targets) > 1:
+        notes.append("levels measured through different targets (vllm_eks_target: " + ", ".join(targets) + ")")
     models = sorted({r.model_id for r in results if r.model_id})
     if len(models) > 1:
         notes.append("results of different models: " + ", ".join(models))

@@ -42,6 +42,10 @@ def vllm_command(vllm: str | None) -> list[str]:
         if found is None:
             raise InvalidOptionError("no `vllm` executable on PATH: install vLLM there or give --vllm PATH")
         return [found]
+    bad = next((c for c in vllm if ord(c) < 0x20 or ord(c) == 0x7f), None)
+    if bad is not None:  # shlex would split at a newline and run a second word as an argument
+        raise InvalidOptionError(f"--vllm {vllm!r}: control character {bad!r} in it; give the executable "
+                                 "(or command prefix) on one line")
     try:
         words = shlex.split(vllm)
     except ValueError as e:  # an unterminated quote or a trailing backslash

@@ -68,7 +68,8 @@ def _make_plan(kwargs: dict):
         return make_plan(req)
     from vllm_eks.bench.feedback import plan_from_benchmark
 
-    return plan_from_benchmark(req, paths)
+    return plan_from_benchmark(req, paths, routing=kwargs.get("routing"),
+                               warn=lambda m: click.echo(f"vllm-eks: warning: {m}", err=True))
 
 
 def _fail(message: str) -> None:

@@ -43,6 +43,9 @@ AnnotationMap = dict[str, str]
 # word characters, '.' and '-'), or empty.
 IMAGE_TAG = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
 OPTIONAL_IMAGE_TAG = r"^([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$"
+# One command-line word without control characters: a newline inside a container argument splits
+# the flag in the rendered shell line or log and is never what a vLLM flag means.
+NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f]*$"
 
 # AWS names the charts pass on: an availability zone (us-east-1a; local zones us-west-2-lax-1a),
 # an EKS cluster name (CreateCluster: 1-100 characters, alphanumeric first), an IAM role ARN

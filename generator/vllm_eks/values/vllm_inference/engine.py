@@ -13,9 +13,13 @@ from vllm_eks.core.errors import VllmEksError
 from vllm_eks.spec.engine_settings import serve_flags
 from vllm_eks.spec.plan import Plan
 from vllm_eks.values.base import (
+    NO_CONTROL_CHARACTERS,
     Int32,
     ValuesModel,
 )
+
+# An engine argument: one word, no newline or other control character in it.
+EngineArg = Annotated[str, Field(pattern=NO_CONTROL_CHARACTERS)]
 
 # engine.* defaults: the default model's context length (Qwen2.5-0.5B-Instruct, 32768 tokens),
 # vLLM 0.32's max_num_seqs for the API server (EngineArgs.get_batch_defaults: 256 on GPUs other
@@ -52,12 +56,13 @@ class Engine(ValuesModel):
             "--gpu-memory-utilization (Ray: engine_kwargs gpu_memory_utilization): the share of each "
             "GPU's memory vLLM may use, in (0, 1]. null: not rendered, for a Plan that sizes the KV "
             "cache by --kv-cache-memory-bytes in engine.args instead"))
-    args: list[str] = Field(default_factory=list, description=(
+    args: list[EngineArg] = Field(default_factory=list, description=(
         "Further vLLM engine settings as `vllm serve` flags (the generator renders its Plan's other "
         "settings). The chart adds the model, served name, port, tensor and pipeline parallel sizes, "
         "max model length, max sequences, GPU memory utilization, shutdown timeout and (model.source s3) "
         "load format from their own keys; they must not appear here"))
-    extra_args: list[str] = Field(default_factory=list, description="Additional engine arguments, appended last")
+    extra_args: list[EngineArg] = Field(default_factory=list, description=(
+        "Additional engine arguments, appended last (no control characters)"))
 
 
 # The EngineArgs fields with a typed engine.* key of their own (rendered by the chart; kept out of

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from vllm_eks.core.units import parse_quantity
 from vllm_eks.values.base import (
     DNS1123_SUBDOMAIN,
     IMAGE_TAG,
@@ -74,6 +75,16 @@ class PickerResources(ValuesModel):
         default_factory=lambda: PickerResourceList(memory="2Gi"), description=(
             "Limits of the picker container (Plan: routing.picker_memory_limit_bytes). No CPU limit by "
             "default: throttling the picker delays every request's routing decision"))
+
+    @model_validator(mode="after")
+    def _requests_within_limits(self) -> PickerResources:
+        # compared as quantities: "500m" is below "1", "1Gi" above "512Mi"
+        for name in ("cpu", "memory"):
+            req, lim = getattr(self.requests, name), getattr(self.limits, name)
+            if req and lim and parse_quantity(req) > parse_quantity(lim):
+                raise ValueError(f"requests.{name} {req} is above limits.{name} {lim} (a request may not exceed "
+                                 "its limit)")
+        return self
 
 
 class Scorers(ValuesModel):
