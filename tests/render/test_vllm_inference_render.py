@@ -370,7 +370,7 @@ def test_pvc_source() -> None:
     mount = next(m for m in server(objects)["volumeMounts"] if m["name"] == "model")
     assert mount == {"name": "model", "mountPath": "/models", "readOnly": True, "subPath": "hub"}
     assert one(objects, "Deployment")["spec"]["strategy"] == {"type": "Recreate"}
-    assert {o["kind"] for o in objects} == {"Deployment", "Service", "ServiceAccount", "ConfigMap"}
+    assert {o["kind"] for o in objects} == {"Deployment", "Service", "ServiceAccount", "ConfigMap", "NetworkPolicy"}
 
 
 def test_default_rollout_needs_no_spare_gpu_node() -> None:
