@@ -22,20 +22,24 @@ pytestmark = pytest.mark.cluster
 HELM = "helm4"
 REPO = "Qwen/Qwen2.5-7B-Instruct"
 CLAIM = "vllm-weights"
+# A created ReadWriteMany claim must name its class (EKS's default EBS class cannot provision RWX);
+# no provisioner runs here, so a static volume of the same class is what it binds to.
+RWX_CLASS = "efs-sc"
 S3_URI = "s3://models-bucket/qwen2.5-7b"
 TARGETS = {
     "pvc": ["--set", "model.source=pvc", "--set", f"model.name=/models/{REPO}", "--set", f"model.pvc.claimName={CLAIM}",
-            "--set", f"staging.pvc.claimName={CLAIM}", "--set", "staging.pvc.create=true", "--set", "staging.pvc.size=20Gi"],
+            "--set", f"staging.pvc.claimName={CLAIM}", "--set", "staging.pvc.create=true", "--set", "staging.pvc.size=20Gi",
+            "--set", f"staging.pvc.storageClassName={RWX_CLASS}"],
     "s3": ["--set", "model.source=s3", "--set", f"model.name={S3_URI}", "--set", "staging.target=s3",
            "--set", f"staging.s3Uri={S3_URI}"],
 }
 
 
 def static_volume(name: str) -> dict:
-    """A PersistentVolume the chart's claim binds to (no storageClassName, like the claim)."""
+    """A PersistentVolume of the claim's StorageClass for the chart's claim to bind to."""
     return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
             "spec": {"capacity": {"storage": "30Gi"}, "accessModes": ["ReadWriteMany"],
-                     "persistentVolumeReclaimPolicy": "Delete", "storageClassName": "",
+                     "persistentVolumeReclaimPolicy": "Delete", "storageClassName": RWX_CLASS,
                      "hostPath": {"path": "/var/lib/staged-weights", "type": "DirectoryOrCreate"}}}
 
 
