@@ -24,9 +24,10 @@ from tests.engine.server import VllmServer
 from tests.engine.serving import prepare, sandboxed_server
 
 SCENARIO = "qwen2.5-7b-g6-xlarge"
-# The scenario is scaled by KEDA (replicasManagedExternally), so its pods share a ReadWriteMany claim.
+# The scenario is scaled by KEDA (replicasManagedExternally), so its pods share a ReadWriteMany claim,
+# which names a class that can provision one (the chart refuses a created RWX claim without it).
 CACHE_VALUES = {"cache.type": "pvc", "cache.pvc.create": True, "cache.pvc.size": "50Gi",
-                "cache.pvc.accessMode": "ReadWriteMany"}
+                "cache.pvc.accessMode": "ReadWriteMany", "cache.pvc.storageClassName": "efs-sc"}
 # What vLLM 0.32 logs about its compile cache (vllm/compilation/decorators.py). The CPU build runs
 # CompilationMode.DYNAMO_TRACE_ONCE with the inductor backend (vllm/platforms/cpu.py) and saves the
 # compiled model ahead of time ("saved AOT compiled function to <path>"). A later start looks the
