@@ -252,13 +252,17 @@ class SecurityContext(ValuesModel):
         "/tmp (torch inductor, Ray's session directory) on its own"))
 
 
+# A namespace name as the API server accepts it: a DNS-1123 label of at most 63 characters.
+NamespaceName = Annotated[str, Field(pattern=DNS1123_LABEL, max_length=63)]
+
+
 class NetworkPolicy(ValuesModel):
     enabled: bool = Field(True, description=(
         "Render an ingress NetworkPolicy: the serving port 8000 (and on ray-serve and disaggregated the Ray "
         "dashboard 8265, dashboard agent 52365 and metrics 8080 ports) from allowedNamespaces and the release "
         "namespace; multi-node and Ray pods of the release also reach each other on any port. Enforced only "
         "where the CNI enforces NetworkPolicies (docs/security.md)"))
-    allowed_namespaces: list[Annotated[str, Field(pattern=DNS1123_LABEL)]] = Field(
+    allowed_namespaces: list[NamespaceName] = Field(
         default_factory=list, description=(
             "Namespaces allowed to connect (e.g. Prometheus' and, on ray-serve and disaggregated, the KubeRay "
             "operator's)"))
@@ -268,7 +272,7 @@ class NetworkPolicy(ValuesModel):
         "With routing.mode alb: the CIDRs the ALB connects from (its ENIs sit in the VPC's subnets; IP "
         "targets, so no pod or namespace selector matches it), admitted to port 8000 as ipBlock peers. "
         "Required when the policy is on and routing.mode is alb, e.g. the VPC CIDR"))
-    gateway_data_plane_namespaces: list[Annotated[str, Field(pattern=DNS1123_LABEL)]] = Field(
+    gateway_data_plane_namespaces: list[NamespaceName] = Field(
         default_factory=list, description=(
             "With routing.mode gateway: namespaces of the Gateway's data-plane proxies, admitted to port 8000 "
             "besides the parentRefs' namespaces. Envoy Gateway runs them in its controller namespace "
