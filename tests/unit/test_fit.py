@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -365,3 +366,40 @@ def test_format_mismatches() -> None:
 def test_missing_values_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(fit.FitError, match="gpu-infra.yaml: missing"):
         fit.check_fit(tmp_path, helm=HELM4)
+
+
+@pytest.mark.render
+def test_a_server_that_selects_no_pool_is_refused(tmp_path: Path) -> None:
+    """An empty scheduling.pool drops the pool's nodeSelector: the pods fit this folder's pool, but
+    the scheduler and Karpenter may place them on any node or NodePool that admits them."""
+    def unpin(v):
+        v["scheduling"]["pool"] = ""
+    infra, server = _pair(tmp_path, _scenario("g6e-xlarge"), server_change=unpin)
+    (nodepool,) = [o for o in infra if o["kind"] == "NodePool"]
+    key = chart_contract.nodepool_pool_label(nodepool)
+    assert key not in (_pod_spec(server).get("nodeSelector") or {})
+    m = _only(fit.check_objects(infra, server), "no-pool-selected")
+    assert m.workload.startswith("Deployment/") and m.pool is None
+    assert f"{key}=llm-vllm-g6e-xlarge" in m.message and "set scheduling.pool" in m.message
+
+
+@pytest.mark.render
+def test_ray_worker_groups_are_checked_at_their_autoscaling_maximum(tmp_path: Path) -> None:
+    """Ray Serve autoscaling may grow the GPU worker group to maxReplicas: a pool limit that admits
+    the first worker but not the maximum does not fit."""
+    scenario = _scenario("rayservice")
+    folder = tmp_path / "scenario"
+    shutil.copytree(scenario, folder)
+    server = _load(folder, "vllm-inference")
+    infra = _load(folder, "gpu-infra")
+    gpus = server["engine"]["tensorParallelSize"]
+    server["rayServe"]["autoscaling"].update(minReplicas=1, maxReplicas=3)
+    server["rayServe"]["workers"].update(replicas=1, minReplicas=1, maxReplicas=3)
+    infra["pools"][0]["gpuLimit"] = 2 * gpus
+    (folder / "vllm-inference.yaml").write_text(yaml.safe_dump(server))
+    (folder / "gpu-infra.yaml").write_text(yaml.safe_dump(infra))
+    m = _only(fit.check_fit(folder, helm=HELM4), "limit")
+    assert m.workload.startswith("RayService/") and "worker group gpu x3" in m.message, m.message
+    infra["pools"][0]["gpuLimit"] = 3 * gpus
+    (folder / "gpu-infra.yaml").write_text(yaml.safe_dump(infra))
+    assert fit.check_fit(folder, helm=HELM4) == []

@@ -534,6 +534,9 @@ def check_objects(infra_objects: list[dict[str, Any]], server_objects: list[dict
     for t in templates:
         candidates = [_evaluate(t, pool, catalog, daemonsets, reserve) for pool in pools]
         fitting = [c for c in candidates if not c.problems]
+        if fitting and (unpinned := _unpinned(t, pools)) is not None:
+            mismatches.append(unpinned)
+            continue
         if fitting:
             best = max(fitting, key=lambda c: int((c.pool.nodepool.get("spec") or {}).get("weight") or 0))
             assert best.shape is not None
@@ -557,6 +560,20 @@ def _pool_selection(spec: dict[str, Any], pools: Sequence[Pool]) -> dict[str, st
     """The pod's nodeSelector entries on labels the NodePools give their nodes themselves."""
     keys = pool_label_keys(pools)
     return {k: str(v) for k, v in (spec.get("nodeSelector") or {}).items() if k in keys}
+
+
+def _unpinned(t: PodTemplate, pools: Sequence[Pool]) -> Mismatch | None:
+    """A model server that fits, but selects none of the labels the folder's NodePools give their
+    nodes (an empty scheduling.pool), may be scheduled on any node that admits it and launched from any
+    NodePool of the cluster, so fitting one of these pools says nothing about where it runs."""
+    keys = pool_label_keys(pools)
+    if not keys or _selected_keys(t.spec) & keys:
+        return None
+    offered = sorted({f"{k}={v}" for p in pools for k, v in p.labels.items()})
+    return Mismatch(t.workload, t.role, None, "no-pool-selected",
+                    f"selects none of the NodePools' labels ({', '.join(offered)}), so it may run on any node "
+                    "and any NodePool of the cluster that admits it: set scheduling.pool to the pool it is "
+                    "sized for")
 
 
 def _unoffered_pool_labels(t: PodTemplate, pools: Sequence[Pool]) -> list[Mismatch]:
@@ -694,6 +711,27 @@ def _at_autoscaling_maximum(objects: list[dict[str, Any]], observability: Path) 
     return out
 
 
+def _ray_at_autoscaling_maximum(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A RayService or RayCluster with the in-tree autoscaler may grow each worker group to its
+    maxReplicas (Ray Serve's autoscaling asks for the pods, the KubeRay autoscaler adds them), so
+    its groups are checked at that size: the pool's limits must admit a full scale-out."""
+    out = []
+    for obj in objects:
+        kind, spec = obj.get("kind"), obj.get("spec")
+        if kind not in ("RayService", "RayCluster") or not isinstance(spec, dict):
+            out.append(obj)
+            continue
+        cluster = spec.get("rayClusterConfig") if kind == "RayService" else spec
+        if not isinstance(cluster, dict) or not cluster.get("enableInTreeAutoscaling"):
+            out.append(obj)
+            continue
+        groups = [{**g, "replicas": g["maxReplicas"]} if isinstance(g, dict) and isinstance(g.get("maxReplicas"), int)
+                  else g for g in cluster.get("workerGroupSpecs") or []]
+        cluster = {**cluster, "workerGroupSpecs": groups}
+        out.append({**obj, "spec": {**spec, "rayClusterConfig": cluster} if kind == "RayService" else cluster})
+    return out
+
+
 def check_fit(scenario_dir: str | os.PathLike[str], *, charts_dir: str | os.PathLike[str] | None = None,
               helm: str | None = None, infra_objects: list[dict[str, Any]] | None = None,
               server_objects: list[dict[str, Any]] | None = None,
@@ -708,7 +746,8 @@ def check_fit(scenario_dir: str | os.PathLike[str], *, charts_dir: str | os.Path
         infra_objects = render_chart(charts / "gpu-infra", scenario / "gpu-infra.yaml", "gpu-infra", "gpu-infra", helm)
     if server_objects is None:
         server_objects = render_chart(charts / "vllm-inference", scenario / "vllm-inference.yaml", "vllm", "llm", helm)
-    server_objects = _at_autoscaling_maximum(server_objects, scenario / "observability.yaml")
+    server_objects = _ray_at_autoscaling_maximum(
+        _at_autoscaling_maximum(server_objects, scenario / "observability.yaml"))
     plan = scenario / "plan.json"
     reserve = Reserve.of_plan(json.loads(plan.read_text())) if plan.is_file() else Reserve()
     return check_objects(infra_objects, server_objects, reserve=reserve,

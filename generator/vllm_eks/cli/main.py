@@ -268,6 +268,7 @@ def check_fit_command(scenario_dir: Path, helm: str | None, quotas: tuple[str, .
     same folder: labels, taints, GPUs, EFA, CPU, memory and the pools' limits; print the EC2 vCPU
     quota figures of its plan.json and check them against --quota."""
     from vllm_eks.catalog.ec2 import hardware_from_record
+    from vllm_eks.check.plan_identity import PlanIdentityError, check_plan_identity
     from vllm_eks.check.scheduling import check_fit, format_mismatches
     from vllm_eks.core.json_input import JsonInputError, read_json
     from vllm_eks.output.scenario_folder import INCOMPLETE_MARK, incomplete
@@ -295,6 +296,10 @@ def check_fit_command(scenario_dir: Path, helm: str | None, quotas: tuple[str, .
         except (ValueError, KeyError, TypeError) as e:
             first_line = str(e).splitlines()[0]
             _fail(f"{plan_file}: not a plan.json `vllm-eks values` writes ({type(e).__name__}: {first_line})")
+        try:
+            check_plan_identity(doc, scenario_dir, plan_file)
+        except PlanIdentityError as e:
+            _fail(str(e))
     elif limits:
         _fail(f"--quota: {plan_file} is missing, so there are no quota figures to check")
     check_quotas(quota, limits)

@@ -214,7 +214,8 @@ class TopologySpreadConstraint(KubernetesObject):
 
 class Scheduling(ValuesModel):
     pool: str = Field("", pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$", description=(
-        "GPU pool (charts/gpu-infra NodePool) to run on: nodeSelector vllm-eks.io/pool; empty: any"))
+        "GPU pool (charts/gpu-infra NodePool) to run on: nodeSelector vllm-eks.io/pool; empty: any node "
+        "that admits the pods, from any NodePool (`vllm-eks check-fit` refuses it)"))
     instance_type: str = Field("", pattern=r"^([a-z0-9][-a-z0-9.]*)?$", description=(
         "nodeSelector node.kubernetes.io/instance-type; empty: any"))
     zone: str = Field("", pattern=OPTIONAL_AVAILABILITY_ZONE, description=(
