@@ -1,7 +1,9 @@
-"""The KubeRay operator (v1.5.0, built by `make cluster-tools`) on the tier's control plane, for
+"""The KubeRay operator (v1.6.2, built by `make cluster-tools`) on the tier's control plane, for
 every committed RayService scenario (ray-serve, disaggregated): it turns the RayService into a
 RayCluster whose head and workers are scheduled and Ready on kwok nodes of the right pools; the
-autoscaler sidecar (ray-serve) holds the ServiceAccount token and nothing else does; changing the
+autoscaler sidecar (ray-serve) holds the ServiceAccount token and nothing else does; Ray's token
+authentication (the chart's authOptions) gets a generated Secret per RayCluster, whose token the
+operator hands to every container that runs Ray; changing the
 cluster config (`helm upgrade` with another Ray image tag) makes it build the second RayCluster
 the NewCluster upgrade needs, and the gpu-infra pool's GPU limit admits its pods. The chart's
 PodDisruptionBudgets select, on the operator's pod labels, exactly the head(s) or exactly one
@@ -12,7 +14,7 @@ the operator never promotes a cluster to active on its own. The test does that o
 (the status change `reconcilePromotionAndServingStatus` makes once Serve is healthy) before the
 upgrade; tests/cluster/README.md lists what stays untested.
 
-The module swaps the pinned v1.7.0 ray.io CRDs for the operator's own v1.5.0 ones while it runs
+The module swaps the pinned v1.7.0 ray.io CRDs for the operator's own v1.6.2 ones while it runs
 and restores them afterwards, so the other tests keep validating against v1.7.0."""
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from tests.cluster.kube import Cluster, wait_for
 from tests.cluster.nodes import DEFAULT_ZONE, NodeShape
 from tests.cluster.shapes import RELEASES, pod_groups, render_scenario_chart, scenario_shapes, shape_for
 from tests.harness import chart_contract
+from tests.harness.pods import CreatedPod, ingress_admits
 from vllm_eks.core import contract
 
 pytestmark = pytest.mark.cluster
@@ -166,6 +169,63 @@ def check_token_and_rbac(c: Cluster, ns: str, rc_name: str, pods: list[client.V1
         assert allowed, f"ServiceAccount {sa} may not {verb} {resource}: the autoscaler could not scale"
 
 
+def _env(container: client.V1Container) -> dict[str, Any]:
+    return {e.name: e for e in container.env or []}
+
+
+def check_token_auth(c: Cluster, ns: str, rc_name: str, pods: list[client.V1Pod]) -> str:
+    """The chart's `authOptions: {mode: token}` as the operator carries it out (ray-operator
+    controllers/ray/raycluster_controller.go reconcileAuthSecret, common/pod.go
+    SetContainerTokenAuthEnvVars): a Secret named after the RayCluster holds a generated
+    `auth_token`, and every container that runs Ray (the Ray container of the head and of each
+    worker, their wait-gcs-ready init containers, the autoscaler) gets RAY_AUTH_MODE=token and
+    RAY_AUTH_TOKEN from that Secret. Returns the token, so two clusters can be compared."""
+    secret = c.core.read_namespaced_secret(rc_name, ns)
+    assert set(secret.data or {}) == {"auth_token"}, f"Secret {rc_name} keys {sorted(secret.data or {})}"
+    assert (secret.metadata.labels or {}).get("ray.io/cluster") == rc_name
+    checked = []
+    for p in pods:
+        ray_containers = [p.spec.containers[0], *[ct for ct in p.spec.init_containers or []
+                                                  if ct.name == "wait-gcs-ready"],
+                          *[ct for ct in p.spec.containers if ct.name == "autoscaler"]]
+        for ct in ray_containers:
+            env = _env(ct)
+            where = f"{p.metadata.name}/{ct.name}"
+            assert env.get("RAY_AUTH_MODE") and env["RAY_AUTH_MODE"].value == "token", f"{where}: no RAY_AUTH_MODE"
+            ref = env["RAY_AUTH_TOKEN"].value_from.secret_key_ref if "RAY_AUTH_TOKEN" in env else None
+            assert ref and (ref.name, ref.key) == (rc_name, "auth_token"), f"{where}: RAY_AUTH_TOKEN from {ref}"
+            checked.append(where)
+    assert any(w.endswith("/wait-gcs-ready") for w in checked), f"no wait-gcs-ready init container in {checked}"
+    print(f"{rc_name}: token Secret with auth_token; RAY_AUTH_MODE=token and RAY_AUTH_TOKEN in {len(checked)} "
+          "Ray containers")
+    return str(secret.data["auth_token"])
+
+
+OPERATOR_POD = {"app.kubernetes.io/name": "kuberay-operator", "app.kubernetes.io/instance": "kuberay-operator"}
+
+
+def check_dashboard_policy(c: Cluster, ns: str, pods: list[client.V1Pod], operator_ns: str) -> None:
+    """The NetworkPolicy as the API server stored it, evaluated against the head pod the operator
+    created (its labels and ports after defaulting): the dashboard (8265) admits the operator's
+    pods and refuses any other pod, of the release namespace or the operator's; the head's other
+    Ray ports admit only the release's own Ray pods. No CNI runs here: no packet is dropped."""
+    serialize = c.core.api_client.sanitize_for_serialization  # the API's own field names
+    stored = [serialize(p) for p in client.NetworkingV1Api(c.api).list_namespaced_network_policy(ns).items]
+    stored = [p for p in stored if (p["metadata"].get("labels") or {}).get("app.kubernetes.io/component")
+              != "endpoint-picker"]
+    assert stored, "the scenario installs the model server's NetworkPolicy"
+    (head,) = [p for p in pods if p.metadata.labels.get("ray.io/node-type") == "head"]
+    worker = next(p for p in pods if p is not head)
+    live = CreatedPod(f"Pod/{head.metadata.name}", ns, dict(head.metadata.labels or {}), serialize(head.spec))
+    other = {"app": "anything"}
+    assert ingress_admits(stored, live, 8265, operator_ns, OPERATOR_POD)
+    assert not ingress_admits(stored, live, 8265, operator_ns, other)
+    assert not ingress_admits(stored, live, 8265, ns, other)
+    for port in (6379, 52365, 10001):
+        assert not ingress_admits(stored, live, port, ns, other), port
+        assert ingress_admits(stored, live, port, ns, dict(worker.metadata.labels or {})), port
+
+
 def check_budgets(c: Cluster, ns: str, pods: list[client.V1Pod]) -> None:
     """Each PodDisruptionBudget the chart installed selects, on the labels the operator put on its
     pods, exactly the head(s) or exactly one worker group's pods (docs/topologies.md "Node drains")."""
@@ -181,6 +241,16 @@ def check_budgets(c: Cluster, ns: str, pods: list[client.V1Pod]) -> None:
         selector = ",".join(f"{k}={v}" for k, v in b.spec.selector.match_labels.items())
         selected[b.metadata.name.rsplit("-ray-", 1)[-1]] = {p.metadata.name for p in c.pods(ns, selector)} & names
     assert selected == expected, f"budgets select {selected}, the operator's pods are {expected}"
+
+
+def operator_owned_spec(c: Cluster, ns: str, rs_name: str) -> dict[str, Any]:
+    """The RayService's rayClusterConfig fields the operator's (non-status) updates own."""
+    rs = c.custom.get_namespaced_custom_object(*RAY, ns, "rayservices", rs_name)
+    owned: dict[str, Any] = {}
+    for entry in rs["metadata"].get("managedFields") or []:
+        if entry.get("manager") == "kuberay-operator" and not entry.get("subresource"):
+            owned.update(((entry.get("fieldsV1") or {}).get("f:spec") or {}).get("f:rayClusterConfig") or {})
+    return owned
 
 
 def promote(c: Cluster, ns: str, rs_name: str, rc_name: str) -> None:
@@ -225,9 +295,11 @@ def test_operator_reconciles_rayservice(kuberay: Cluster, gpu_nodes, index: int)
             c.helm(HELM, ["install", RELEASES[chart], str(scenarios.chart_dir(chart)), *base,
                           "--values", str(scenario.values(chart)), *wait])
         c.stats.scenarios_installed.add(scenario.name)
-        # The chart sets nothing the v1.5.0 CRD lacks (the render tier checks against v1.7.0).
+        # The chart sets nothing the v1.6.2 CRD lacks (the render tier checks against v1.7.0):
+        # authOptions among them, which a CRD before v1.5.1 would silently prune.
         stored = c.custom.get_namespaced_custom_object(*RAY, ns, "rayservices", rs_name)
-        assert not pruned(rs_obj["spec"], stored["spec"]), "fields the KubeRay v1.5.0 CRD pruned"
+        assert not pruned(rs_obj["spec"], stored["spec"]), "fields the KubeRay v1.6.2 CRD pruned"
+        assert stored["spec"]["rayClusterConfig"]["authOptions"] == {"mode": "token"}
 
         # 1. The operator builds one RayCluster; head and workers Ready on the right nodes.
         (first,) = wait_for("the operator to create a RayCluster", lambda: rayclusters(c, ns), timeout=60)
@@ -237,6 +309,8 @@ def test_operator_reconciles_rayservice(kuberay: Cluster, gpu_nodes, index: int)
         pods = wait_cluster_ready(c, ns, first_name)
         check_placement(c, pods, head_nodes, pool_nodes)
         check_token_and_rbac(c, ns, first_name, pods, autoscaling=topology == "ray-serve")
+        first_token = check_token_auth(c, ns, first_name, pods)
+        check_dashboard_policy(c, ns, pods, operator_ns="ray-system")
         check_budgets(c, ns, pods)
         c.stats.ray_pods_ready += len(pods)
 
@@ -252,8 +326,14 @@ def test_operator_reconciles_rayservice(kuberay: Cluster, gpu_nodes, index: int)
 
         # 3. Upgrade: another Ray image tag changes the cluster config; the operator builds a
         # second RayCluster beside the active one and its pods must fit the pool limit.
+        # KubeRay (1.6 and later) adds its finalizer with a full Update of the RayService, which
+        # makes it a co-owner of the (atomic) workerGroupSpecs list; Helm 4's server-side apply
+        # then refuses to change the worker groups unless it forces the conflict
+        # (docs/topologies.md, "Upgrades under Helm 4").
+        assert "f:workerGroupSpecs" in operator_owned_spec(c, ns, rs_name), "KubeRay no longer co-owns the worker groups"
         c.helm(HELM, ["upgrade", RELEASES["vllm-inference"], str(scenarios.chart_dir("vllm-inference")), *base,
-                      "--values", str(scenario.values("vllm-inference")), "--set", "ray.image.tag=upgrade-check"])
+                      "--values", str(scenario.values("vllm-inference")), "--set", "ray.image.tag=upgrade-check",
+                      "--force-conflicts"])
         c.stats.upgrades += 1
         second = wait_for("the operator to create the upgrade's second RayCluster",
                           lambda: [r for r in rayclusters(c, ns) if r["metadata"]["name"] != first_name], timeout=90)
@@ -266,6 +346,8 @@ def test_operator_reconciles_rayservice(kuberay: Cluster, gpu_nodes, index: int)
         assert len(old_pods) == len(pods), "the active cluster must keep serving during the upgrade"
         check_placement(c, new_pods, head_nodes, pool_nodes)
         check_token_and_rbac(c, ns, second["metadata"]["name"], new_pods, autoscaling=topology == "ray-serve")
+        # The upgrade's cluster has a Secret and a token of its own.
+        assert check_token_auth(c, ns, second["metadata"]["name"], new_pods) != first_token
         check_budgets(c, ns, old_pods + new_pods)  # during the upgrade: both clusters' pods
         used = sum(gpus(p) for p in old_pods + new_pods)
         assert used <= sum(limits.values()), f"{used} GPUs in use exceeds the pool limit {limits}"

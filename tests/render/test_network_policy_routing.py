@@ -55,12 +55,36 @@ def test_generated_values_admit_prometheus_to_the_metrics_port_and_no_other_name
     assert not ingress_admits(policies, server, 8000, "elsewhere", ANY_POD)
 
 
-def test_generated_ray_values_admit_the_kuberay_operator_to_the_dashboard() -> None:
+OPERATOR = {"app.kubernetes.io/name": "kuberay-operator", "app.kubernetes.io/instance": "kuberay-operator"}
+
+
+def test_only_the_kuberay_operator_reaches_the_ray_dashboard() -> None:
+    """The dashboard (8265) runs Jobs API submissions and Serve deployments: the operator's pods
+    reach it; other pods of its namespace, pods of the release namespace that are not Ray pods
+    (the helm test, any workload there), Prometheus' namespace and the dashboard agent port from
+    outside the release do not. Ray pods of the release still reach each other on any port."""
     policies, pods = _rendered(RAY, {})
     head = next(p for p in pods if p.what.endswith(" head"))
-    for port in (8265, 52365):
-        assert ingress_admits(policies, head, port, "ray-system", {"app.kubernetes.io/name": "kuberay-operator"})
-        assert not ingress_admits(policies, head, port, "elsewhere", ANY_POD)
+    worker = next(p for p in pods if p is not head and p.what.startswith(head.what.split(" ")[0]))
+    assert ingress_admits(policies, head, 8265, "ray-system", OPERATOR)
+    assert not ingress_admits(policies, head, 8265, "ray-system", ANY_POD)
+    assert not ingress_admits(policies, head, 8265, NAMESPACE, ANY_POD)
+    assert not ingress_admits(policies, head, 8265, "monitoring", {"app.kubernetes.io/name": "prometheus"})
+    assert not ingress_admits(policies, head, 8265, "elsewhere", OPERATOR)
+    for port in (52365, 6379, 10001):
+        assert not ingress_admits(policies, head, port, "ray-system", OPERATOR), port
+        assert not ingress_admits(policies, head, port, NAMESPACE, ANY_POD), port
+        assert ingress_admits(policies, head, port, NAMESPACE, worker.labels), port
+    assert ingress_admits(policies, head, 8000, NAMESPACE, ANY_POD)
+    assert ingress_admits(policies, head, 8080, "monitoring", {"app.kubernetes.io/name": "prometheus"})
+
+
+def test_the_operators_pod_labels_can_be_cleared_to_admit_its_whole_namespace() -> None:
+    """null removes the default labels (Helm merges an empty map with the chart's default map)."""
+    policies, pods = _rendered(RAY, {"networkPolicy.rayOperator.podLabels": None})
+    head = next(p for p in pods if p.what.endswith(" head"))
+    assert ingress_admits(policies, head, 8265, "ray-system", ANY_POD)
+    assert not ingress_admits(policies, head, 8265, NAMESPACE, ANY_POD)
 
 
 @pytest.mark.parametrize("values_file", [SINGLE, RAY], ids=["single-node", "ray-serve"])

@@ -191,7 +191,8 @@ def test_names_that_look_like_numbers_stay_strings(tmp_path: Path, topology: str
     values.write_text(yaml.safe_dump({
         "topology": topology, "scheduling": {"priorityClassName": "1"}, "nameOverride": "2",
         "serviceAccount": {"name": "3"},
-        "model": {"source": "pvc", "name": "/models/x", "pvc": {"claimName": "4", "subPath": "1"}}}))
+        "model": {"source": "pvc", "name": "/models/x", "pvc": {"claimName": "4", "subPath": "1"}},
+        "networkPolicy": {"rayOperator": {"namespaces": ["5"]}}}))
     objects = helm.render(CHART, [values], namespace=NAMESPACE)
     validate_all(objects, crd_registry)
     assert all(o["metadata"]["labels"]["app.kubernetes.io/name"] == "2" for o in objects if o["kind"] != "Pod")

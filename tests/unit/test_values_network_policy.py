@@ -31,14 +31,22 @@ def test_policy_is_on_and_admits_prometheus(single) -> None:
     assert np.alb_source_cidrs == [] and np.gateway_data_plane_namespaces == []
 
 
-def test_ray_topologies_admit_the_kuberay_operator(ray) -> None:
+def test_ray_topologies_admit_the_kuberay_operator_to_the_dashboard_only(ray, single) -> None:
+    """The operator's namespace goes to rayOperator (the dashboard's only peer), not to the
+    namespaces admitted to the serving and metrics ports."""
     np = network_policy_values(ray, ValuesOptions(prometheus_namespace="prom", kuberay_namespace="kuberay-system"))
-    assert np.allowed_namespaces == ["prom", "kuberay-system"]
+    assert np.allowed_namespaces == ["prom"]
+    assert np.ray_operator.namespaces == ["kuberay-system"]
+    assert np.ray_operator.pod_labels == {"app.kubernetes.io/name": "kuberay-operator"}
+    assert network_policy_values(single, ValuesOptions()).ray_operator.namespaces == []
 
 
 def test_the_release_namespace_is_not_listed_twice(ray) -> None:
     np = network_policy_values(ray, ValuesOptions(namespace="llm", prometheus_namespace="llm"))
-    assert np.allowed_namespaces == ["ray-system"]
+    assert np.allowed_namespaces == []
+    # the operator in the release namespace: still only its pods, by their labels
+    np = network_policy_values(ray, ValuesOptions(namespace="llm", kuberay_namespace="llm"))
+    assert np.ray_operator.namespaces == ["llm"]
 
 
 def test_alb_cidrs_and_gateway_data_plane_reach_the_values(single) -> None:

@@ -120,6 +120,16 @@ reading S3 only when they load the model. */}}
 {{- if and $np.enabled (eq (toString .Values.routing.mode) "alb") (not $np.albSourceCidrs) -}}
 {{- print "networkPolicy.albSourceCidrs: required when routing.mode is alb and networkPolicy.enabled (the ALB connects from its ENIs in the VPC's subnets: list the VPC CIDR, e.g. 10.0.0.0/16), or set networkPolicy.enabled false\n" -}}
 {{- end -}}
+{{- if and $np.enabled (include "vllm-inference.onRay" .) (not $np.rayOperator.namespaces) -}}
+{{- printf "networkPolicy.rayOperator.namespaces: required on topology %s while networkPolicy.enabled (the KubeRay operator deploys the serve config through the Ray dashboard, which only it may reach): list the operator's namespace, e.g. ray-system\n" (toString .Values.topology) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* KubeRay refuses token authentication below Ray 2.52 (utils/validation.go). */}}
+{{- define "vllm-inference.validateValues.rayAuth" -}}
+{{- if and (include "vllm-inference.onRay" .) (eq .Values.ray.auth.mode "token") (semverCompare "<2.52.0" (toString .Values.ray.version)) -}}
+{{- printf "ray.auth.mode: token needs ray.version 2.52.0 or later (got %s; KubeRay refuses the RayCluster otherwise): use a newer Ray image or set ray.auth.mode disabled\n" (toString .Values.ray.version) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The API key is vLLM's own check, which Ray Serve's OpenAI app does not run. */}}

@@ -29,6 +29,7 @@ schema validation (helm --skip-schema-validation).
 {{- $out = print $out (include "vllm-inference.validateValues.cacheVolume" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.rolloutProgress" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.networkPolicyClients" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.rayAuth" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.serviceAccountName" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.irsaRoleArn" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.nonRootUser" .) -}}

@@ -99,8 +99,8 @@ class ValuesOptions(BaseModel):
     network_policy: bool = Field(default=True, description=(
         "Render the model server's ingress NetworkPolicy (docs/security.md)."))
     kuberay_namespace: str = Field(default="ray-system", pattern=DNS1123_LABEL, max_length=63, description=(
-        "On ray-serve and disaggregated: namespace of the KubeRay operator, admitted to the Ray dashboard "
-        "ports by the NetworkPolicy."))
+        "On ray-serve and disaggregated: namespace of the KubeRay operator, whose pods are the only peers the "
+        "NetworkPolicy admits to the Ray dashboard (8265)."))
     vpc_cidrs: list[Cidr] = Field(default_factory=list, json_schema_extra={"flag": "--vpc-cidr"}, description=(
         "With --routing alb: CIDR the ALB connects from, e.g. the VPC's (repeatable; the NetworkPolicy admits "
         "it to port 8000)."))

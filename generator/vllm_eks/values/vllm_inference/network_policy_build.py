@@ -1,6 +1,7 @@
 """charts/vllm-inference's networkPolicy from a Plan and the `vllm-eks values` options: the
-namespaces the generator knows connect to the model server (Prometheus; the KubeRay operator on
-the Ray topologies), the ALB's source CIDRs and the Gateway's data-plane namespaces.
+namespaces the generator knows connect to the model server (Prometheus), the KubeRay operator's
+namespace on the Ray topologies (the only peer of the Ray dashboard), the ALB's source CIDRs and the
+Gateway's data-plane namespaces.
 
 KEDA gets no allowance: its ScaledObject queries Prometheus, never the model server's pods.
 `check_network_policy` refuses the combinations that would block the routing mode's own traffic;
@@ -12,7 +13,7 @@ from vllm_eks.core.errors import InvalidOptionError
 from vllm_eks.core.topology import ON_RAY
 from vllm_eks.spec.plan import Plan
 from vllm_eks.values.options import ValuesOptions
-from vllm_eks.values.vllm_inference.pod import NetworkPolicy
+from vllm_eks.values.vllm_inference.pod import NetworkPolicy, RayOperatorPeers
 
 
 def check_network_policy(plan: Plan, options: ValuesOptions) -> None:
@@ -32,10 +33,10 @@ def check_network_policy(plan: Plan, options: ValuesOptions) -> None:
 def network_policy_values(plan: Plan, options: ValuesOptions) -> NetworkPolicy:
     """The policy the generator writes; call check_network_policy first."""
     namespaces = [options.prometheus_namespace]
-    if plan.topology in ON_RAY:
-        namespaces.append(options.kuberay_namespace)
+    operator = RayOperatorPeers(namespaces=[options.kuberay_namespace] if plan.topology in ON_RAY else [])
     return NetworkPolicy(
         enabled=options.network_policy,
-        allowed_namespaces=list(dict.fromkeys(n for n in namespaces if n != options.namespace)),
+        allowed_namespaces=[n for n in namespaces if n != options.namespace],
+        ray_operator=operator,
         alb_source_cidrs=list(options.vpc_cidrs),
         gateway_data_plane_namespaces=list(options.gateway_data_plane_namespaces))

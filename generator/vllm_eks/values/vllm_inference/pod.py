@@ -257,16 +257,32 @@ class SecurityContext(ValuesModel):
 NamespaceName = Annotated[str, Field(pattern=DNS1123_LABEL, max_length=63)]
 
 
+# The pod labels of the KubeRay operator's Deployment in its own Helm chart (ray-project/kuberay
+# helm-chart/kuberay-operator/templates/deployment.yaml, v1.7.0: app.kubernetes.io/name is the
+# chart name, kuberay-operator unless nameOverride changes it).
+KUBERAY_OPERATOR_POD_LABELS = {"app.kubernetes.io/name": "kuberay-operator"}
+
+
+class RayOperatorPeers(ValuesModel):
+    namespaces: list[NamespaceName] = Field(default_factory=list, description=(
+        "Namespaces of the KubeRay operator. On ray-serve and disaggregated only its pods reach the Ray head's "
+        "dashboard (8265: Serve deployments and status, the Jobs API); required there while the policy is on"))
+    pod_labels: LabelMap | None = Field(default_factory=lambda: dict(KUBERAY_OPERATOR_POD_LABELS), description=(
+        "Labels of the operator's pods (the kuberay-operator chart's); null: any pod of those namespaces (an "
+        "empty map merges with this default)"))
+
+
 class NetworkPolicy(ValuesModel):
     enabled: bool = Field(True, description=(
         "Render an ingress NetworkPolicy: the serving port 8000 (and on ray-serve and disaggregated the Ray "
-        "dashboard 8265, dashboard agent 52365 and metrics 8080 ports) from allowedNamespaces and the release "
-        "namespace; multi-node and Ray pods of the release also reach each other on any port. Enforced only "
-        "where the CNI enforces NetworkPolicies (docs/security.md)"))
+        "metrics port 8080) from allowedNamespaces and the release namespace, the Ray dashboard 8265 only from "
+        "the KubeRay operator (rayOperator); multi-node and Ray pods of the release also reach each other on "
+        "any port. Enforced only where the CNI enforces NetworkPolicies (docs/security.md)"))
     allowed_namespaces: list[NamespaceName] = Field(
         default_factory=list, description=(
-            "Namespaces allowed to connect (e.g. Prometheus' and, on ray-serve and disaggregated, the KubeRay "
-            "operator's)"))
+            "Namespaces allowed to connect to the serving port (and the Ray metrics port), e.g. Prometheus'"))
+    ray_operator: RayOperatorPeers = Field(default_factory=RayOperatorPeers, description=(
+        "ray-serve and disaggregated: the KubeRay operator, the only peer admitted to the Ray dashboard"))
     allow_same_namespace: bool = Field(
         True, description="Also admit pods of the release namespace (the helm test pod runs there)")
     alb_source_cidrs: list[Cidr] = Field(default_factory=list, description=(

@@ -4,13 +4,14 @@ those sections from a ray-serve or disaggregated Plan."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
 from vllm_eks.core.errors import VllmEksError
 from vllm_eks.spec.plan import Plan
 from vllm_eks.values.base import (
+    OPTIONAL_DNS1123_SUBDOMAIN,
     Int32,
     LabelMap,
     ResourceList,
@@ -33,9 +34,23 @@ class RayHead(ValuesModel):
         "on the cluster's general-purpose nodes"))
 
 
+class RayAuth(ValuesModel):
+    mode: Literal["token", "disabled"] = Field("token", description=(
+        "rayClusterConfig.authOptions.mode. token: Ray's token authentication (Ray 2.52 or later, KubeRay 1.5.1 "
+        "or later): the dashboard, the Jobs API and the GCS refuse callers without the cluster's token "
+        "(401 without one, 403 with a wrong one); health endpoints stay open for the probes. KubeRay creates "
+        "the token Secret, gives it to the Ray containers and uses it itself. disabled: no authentication "
+        "(docs/security.md)"))
+    secret_name: str = Field("", pattern=OPTIONAL_DNS1123_SUBDOMAIN, description=(
+        "authOptions.secretName: an existing Secret whose `auth_token` key holds the token; empty: KubeRay "
+        "creates one per RayCluster, named after it"))
+
+
 class Ray(ValuesModel):
     version: str = Field(RAY_VERSION, pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$",
                          description="rayClusterConfig.rayVersion; must match the image")
+    auth: RayAuth = Field(default_factory=RayAuth, description=(
+        "Authentication of the Ray cluster's dashboard, Jobs API and GCS"))
     image: RayImage = Field(default_factory=RayImage, description=(
         "Ray Serve LLM image of the head and worker pods (bundles Ray and vLLM). rayproject/ray-llm has no EFA "
         "stack or libfabric, so it cannot run NIXL's LIBFABRIC backend; the AWS Ray LLM DLC "
