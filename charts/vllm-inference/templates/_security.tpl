@@ -121,7 +121,7 @@ reading S3 only when they load the model. */}}
 {{- print "networkPolicy.albSourceCidrs: required when routing.mode is alb and networkPolicy.enabled (the ALB connects from its ENIs in the VPC's subnets: list the VPC CIDR, e.g. 10.0.0.0/16), or set networkPolicy.enabled false\n" -}}
 {{- end -}}
 {{- if and $np.enabled (include "vllm-inference.onRay" .) (not $np.rayOperator.namespaces) -}}
-{{- printf "networkPolicy.rayOperator.namespaces: required on topology %s while networkPolicy.enabled (the KubeRay operator deploys the serve config through the Ray dashboard, which only it may reach): list the operator's namespace, e.g. ray-system\n" (toString .Values.topology) -}}
+{{- printf "networkPolicy.rayOperator.namespaces: empty on topology %s while networkPolicy.enabled (the KubeRay operator deploys the serve config through the Ray dashboard, which only it may reach): list the operator's namespace, e.g. ray-system\n" (toString .Values.topology) -}}
 {{- end -}}
 {{- end -}}
 

@@ -263,10 +263,16 @@ NamespaceName = Annotated[str, Field(pattern=DNS1123_LABEL, max_length=63)]
 KUBERAY_OPERATOR_POD_LABELS = {"app.kubernetes.io/name": "kuberay-operator"}
 
 
+# Where the README installs the KubeRay operator (`helm install kuberay-operator ... --namespace
+# ray-system`); `vllm-eks values --kuberay-namespace` writes another.
+KUBERAY_NAMESPACE = "ray-system"
+
+
 class RayOperatorPeers(ValuesModel):
-    namespaces: list[NamespaceName] = Field(default_factory=list, description=(
-        "Namespaces of the KubeRay operator. On ray-serve and disaggregated only its pods reach the Ray head's "
-        "dashboard (8265: Serve deployments and status, the Jobs API); required there while the policy is on"))
+    namespaces: list[NamespaceName] = Field(default_factory=lambda: [KUBERAY_NAMESPACE], description=(
+        "Namespaces of the KubeRay operator (default: ray-system, where the README installs it). On ray-serve "
+        "and disaggregated only its pods reach the Ray head's dashboard (8265: Serve deployments and status, "
+        "the Jobs API); not empty there while the policy is on"))
     pod_labels: LabelMap | None = Field(default_factory=lambda: dict(KUBERAY_OPERATOR_POD_LABELS), description=(
         "Labels of the operator's pods (the kuberay-operator chart's); null: any pod of those namespaces (an "
         "empty map merges with this default)"))
