@@ -8,11 +8,12 @@ workers, Ray head and workers). Each helper renders a YAML fragment at column 0;
 {{- toYaml (merge (dict) (.Values.podLabels | default dict) (include "vllm-inference.labels" . | fromYaml)) }}
 {{- end }}
 
-{{/* Pod template annotations (podAnnotations over annotations); may be empty. */}}
+{{/* Pod template annotations (podAnnotations over annotations), and the vLLM release the
+pod's image declares (image.vllmVersion, on Ray ray.image.vllmVersion): the release the
+generator's Plan was sized for. */}}
 {{- define "vllm-inference.podAnnotations" -}}
-{{- with merge (dict) .Values.podAnnotations .Values.annotations }}
-{{- toYaml . }}
-{{- end }}
+{{- $release := ternary .Values.ray.image.vllmVersion .Values.image.vllmVersion (eq (include "vllm-inference.onRay" .) "true") }}
+{{- toYaml (merge (dict "vllm-eks.io/vllm-version" (toString $release)) .Values.podAnnotations .Values.annotations) }}
 {{- end }}
 
 {{/*

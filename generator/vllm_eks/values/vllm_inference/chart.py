@@ -239,6 +239,11 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
     if plan.pod.efa_devices_per_pod > 0 and plan.topology in ("single-node", "multi-node"):
         # NCCL reaches EFA only through aws-ofi-nccl, which the upstream image lacks.
         values.image = ServerImage(repository=VLLM_EFA_IMAGE_REPOSITORY, tag=VLLM_IMAGE_TAG, provides=["efa"])
+    # the release the Plan was sized for, declared on the image that runs it
+    if plan.topology in ON_RAY:
+        values.ray.image.vllm_version = plan.engine.vllm_version
+    else:
+        values.image.vllm_version = plan.engine.vllm_version
     _add_topology_values(values, plan)
     _add_routing_values(values, plan, options)
     return values
