@@ -173,3 +173,17 @@ def test_check_fit_refuses_a_plan_sized_for_another_release_than_the_image_decla
     assert disagreements(plan, tmp_path) == []
     assert disagreements({**plan, "vllm_version": "0.32.0"}, tmp_path) == [
         "vLLM release: plan.json has 0.32.0, vllm-inference.yaml ray.image.vllmVersion is 0.26.0"]
+
+
+def test_values_write_the_image_of_the_release_sized(cli, tmp_path) -> None:
+    ok = cli("values", "--model", "llama-3.1-8b-instruct", "--instance", "g6e.xlarge", "--vllm-version", "0.26.0",
+             "--out", str(tmp_path / "server"))
+    assert ok.exit_code == 0, ok.output
+    image = yaml.safe_load((tmp_path / "server" / "vllm-inference.yaml").read_text())["image"]
+    # the repository is the chart's default (vllm/vllm-openai), at the release's tag
+    assert (image.get("repository", "vllm/vllm-openai"), image["tag"], image["vllmVersion"]) == (
+        "vllm/vllm-openai", "v0.26.0", "0.26.0")
+    # no Ray image the chart pins carries 0.32: `values` refuses rather than declare one falsely
+    one_line_error(cli("values", *("--model", "llama-3.1-70b-instruct", "--instance", "g6e.12xlarge"),
+                       "--topology", "ray-serve", "--vllm-version", "0.32.0", "--out", str(tmp_path / "ray")),
+                   "--vllm-version 0.32.0", "carry vLLM 0.26.0", "ray.image.vllmVersion")

@@ -128,7 +128,8 @@ class PlanRequest(BaseModel):
     vllm_version: Literal["0.26.0", "0.32.0"] | None = Field(default=None, description=(
         "vLLM release of the image that runs the model, which the plan is sized for (default: the pinned "
         "image's: 0.32.0 for single-node and multi-node, 0.26.0 in Ray 2.58's images for ray-serve and "
-        "disaggregated). Give it only when you replace the image with one carrying that release."))
+        "disaggregated). single-node and multi-node values then use vllm/vllm-openai:v<release>; for the Ray "
+        "topologies only `plan` takes another release (no pinned Ray image carries it)."))
 
     # pod sizing inputs
     # Upper bounds: 1 TiB/s is far above any volume or network a node has (and 100 PiB of FSx
