@@ -60,7 +60,18 @@ Read at both tags and found the same, so nothing here is version-keyed:
   `non_torch_increase + torch_peak_increase + weights`, 0.32 `total_consumed +
   transient_peak_headroom`, the drop in free memory plus the torch peak above what stays
   allocated); both count the same bytes for what the Plan models (weights, activation peak,
-  workspaces that stay allocated, memory outside torch), so the terms do not change;
+  workspaces that stay allocated, memory outside torch), so the terms do not change.
+
+Read at both tags, different, and not modelled (no public log measures it):
+
+- where the CUDA-graph estimate runs (`vllm/v1/worker/gpu_worker.py` `determine_available_memory`):
+  in 0.26 `profile_cudagraph_memory` runs inside the `memory_profiling` window, so whatever the
+  throw-away captures leave allocated outside torch after `empty_cache` counts as non-torch
+  memory as well; in 0.32 it runs after the window. 0.26 can therefore log a little more
+  non-torch memory and less KV cache than 0.32 for the same settings. The Plan's non-torch
+  constants (memory/overheads.py) come from logs of several releases and already leave less KV
+  cache than most of them showed, so the Plan keeps one figure for both.
+
 - attention backends and block sizes: `vllm/platforms/cuda.py` `_get_backend_priorities` orders
   the backends the planner models the same way (0.32 adds TRITON_FLASHINFER/TRITON_FLASH_ATTN for
   multimodal prefixes and a FLASHINFER_MLA_SPARSE_SM90 backend, 64-token like the sparse MLA
