@@ -69,7 +69,7 @@ Read at both tags, different, and not modelled (no public log measures it):
   throw-away captures leave allocated outside torch after `empty_cache` counts as non-torch
   memory as well; in 0.32 it runs after the window. 0.26 can therefore log a little more
   non-torch memory and less KV cache than 0.32 for the same settings. The Plan's non-torch
-  constants (memory/overheads.py) come from public logs of several 0.2x releases, not of 0.32,
+  constants (memory/overheads.py) come from public logs of earlier releases (none of 0.32),
   and no log isolates this residue, so the Plan keeps one figure for both.
 
 - attention backends and block sizes: `vllm/platforms/cuda.py` `_get_backend_priorities` orders
