@@ -29,6 +29,7 @@ from vllm_eks.planning import pools
 from vllm_eks.planning.decisions import Decisions
 from vllm_eks.planning.model_source import DEFAULT_LOAD_MIB_S
 from vllm_eks.planning.planner import make_plan
+from vllm_eks.spec import engine_versions
 from vllm_eks.spec.plan import Plan
 from vllm_eks.spec.request import PlanRequest
 
@@ -144,7 +145,9 @@ def _disaggregated_floor_change(old, new, old_plan, new_plan) -> bool:
 # the load bandwidth line (per model source, with its basis); the startup budget and the HPA period
 # lines follow their keys, which moved for s3 plans.
 # issue 17 the available KV memory's low / expected / high band.
-_NEW_DERIVATIONS = {"cache_volume_bytes", "cold_startup_seconds", "cache_read_bytes_per_s", "warm_startup_seconds",
+# issue 27 the vLLM release sized (the image's: spec/engine_versions.py).
+_NEW_DERIVATIONS = {"vllm_version",
+                    "cache_volume_bytes", "cold_startup_seconds", "cache_read_bytes_per_s", "warm_startup_seconds",
                     "daemonset_reserve_cpu_millicores", "daemonset_reserve_memory_bytes", "instance_store_policy",
                     "block_size", "decode_tokens_per_second", "longest_stream_seconds", "request_timeout_seconds",
                     "alb_idle_timeout_seconds", "picker_prefix_block_size", "picker_max_prefix_blocks",
@@ -308,7 +311,7 @@ def _block_size_moved(key: str, variants: dict, old: dict, new: dict) -> list[st
 
 
 def _previous_estimate(a, tp, pp, layers_on_rank, max_num_batched_tokens, max_num_seqs, act_dtype_bytes,
-                       max_capture=overheads.DEFAULT_MAX_CAPTURE, nvlink=False, backend=None):
+                       max_capture=overheads.DEFAULT_MAX_CAPTURE, nvlink=False, backend=None, **capture_rules):
     """The baseline release's overheads: the forward pass and five fp32 sampler copies added,
     384 MiB of non-torch memory when ranks talk, 128 MiB alone, and 512 MiB + 4 MiB per layer of
     CUDA graphs whatever the capture sizes."""
@@ -356,9 +359,12 @@ def _new_overheads_follow_the_formulas(key: str, new: dict, variant: dict) -> li
     if "refused" in new or new["pipeline_parallel_size"] != 1 or new.get("topology") == "disaggregated":
         return []
     d = Decisions(PlanRequest(model=key.split("|")[0], instance=key.split("|")[1], **variant))
+    release = engine_versions.rules(d.vllm_version)
     o = overheads.estimate(d.a, new["tensor_parallel_size"], 1, d.a.num_layers, new["max_num_batched_tokens"],
-                           new["max_num_seqs"], d.p.dtype_bytes, budget_max_capture(d.hw),
-                           nvlink="NVLink" in d.hw.interconnect, backend=d.block_rule.backend)
+                           new["max_num_seqs"], d.p.dtype_bytes, budget_max_capture(d.hw, d.vllm_version),
+                           nvlink="NVLink" in d.hw.interconnect, backend=d.block_rule.backend,
+                           blackwell=d.hw.compute_capability is not None and d.hw.compute_capability[0] == 10,
+                           with_max_num_seqs=release.captures_max_num_seqs)
     got = (new["activation_peak_bytes"], new["non_torch_bytes"], new["cudagraph_bytes"])
     return [] if got == (o.activation_peak, o.non_torch, o.cudagraph) else [f"overheads {got} != formulas {o}"]
 

@@ -39,7 +39,8 @@ def _outcome(req: PlanRequest) -> str:
 
 def _plain_budget(self: Decisions, tp: int, pp: int, seqs: int | None = None) -> budget_mod.Budget:
     s = budget_mod.Settings(tp, pp, self.util, self.batched, seqs or self.seqs0, self.block_for(tp), self.kv_pin,
-                            self.req.async_scheduling, attention_backend=self.block_rule.backend)
+                            self.req.async_scheduling, attention_backend=self.block_rule.backend,
+                            vllm_version=self.vllm_version)
     return budget_mod.compute(self.a, self.hw, self.p, s)
 
 

@@ -8,12 +8,36 @@ workers, Ray head and workers). Each helper renders a YAML fragment at column 0;
 {{- toYaml (merge (dict) (.Values.podLabels | default dict) (include "vllm-inference.labels" . | fromYaml)) }}
 {{- end }}
 
-{{/* Pod template annotations (podAnnotations over annotations); may be empty. */}}
+{{/* Pod template annotations (podAnnotations over annotations), and the vLLM release the
+pod's image declares (image.vllmVersion, on Ray ray.image.vllmVersion): the release the
+generator's Plan was sized for. */}}
 {{- define "vllm-inference.podAnnotations" -}}
-{{- with merge (dict) .Values.podAnnotations .Values.annotations }}
-{{- toYaml . }}
+{{- $release := ternary .Values.ray.image.vllmVersion .Values.image.vllmVersion (eq (include "vllm-inference.onRay" .) "true") }}
+{{- toYaml (merge (dict "vllm-eks.io/vllm-version" (toString $release)) .Values.podAnnotations .Values.annotations) }}
 {{- end }}
-{{- end }}
+
+{{/*
+The vLLM release an image declares must be the one it carries where the chart knows it: the
+upstream vllm/vllm-openai:vX.Y.Z images carry X.Y.Z; rayproject/ray-llm:2.58.0-* and the AWS Ray
+LLM DLC serve-llm-cuda-v1.0.0 carry 0.26.0 (ray[llm]==2.58.0 pins vllm[audio]==0.26.0). Other
+images are taken at their word.
+*/}}
+{{- define "vllm-inference.validateValues.imageVllmVersion" -}}
+{{- $v := .Values -}}
+{{- if include "vllm-inference.onRay" . -}}
+{{- $img := $v.ray.image -}}
+{{- $pinned := or (and (eq $img.repository "rayproject/ray-llm") (hasPrefix "2.58.0" (toString $img.tag))) (and (eq $img.repository "public.ecr.aws/deep-learning-containers/ray") (eq (toString $img.tag) "serve-llm-cuda-v1.0.0")) -}}
+{{- if and $pinned (not $img.digest) (ne (toString $img.vllmVersion) "0.26.0") -}}
+{{- printf "ray.image.vllmVersion: %s:%s carries vLLM 0.26.0 (Ray 2.58.0's llm extra pins vllm[audio]==0.26.0), not %s; set ray.image.repository/tag to an image with vLLM %s, or ray.image.vllmVersion 0.26.0 and plan again without --vllm-version\n" $img.repository $img.tag $img.vllmVersion $img.vllmVersion -}}
+{{- end -}}
+{{- else -}}
+{{- $img := $v.image -}}
+{{- $tag := toString ($img.tag | default .Chart.AppVersion) -}}
+{{- if and (eq $img.repository "vllm/vllm-openai") (not $img.digest) (regexMatch "^v[0-9]+[.][0-9]+[.][0-9]+$" $tag) (ne (trimPrefix "v" $tag) (toString $img.vllmVersion)) -}}
+{{- printf "image.vllmVersion: vllm/vllm-openai:%s carries vLLM %s, not %s; set image.tag to v%s, or image.vllmVersion %s and plan again\n" $tag (trimPrefix "v" $tag) $img.vllmVersion $img.vllmVersion (trimPrefix "v" $tag) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 
 {{/*
 Pod-level securityContext of the model-server and Ray pods: Pod Security "restricted" unless

@@ -13,6 +13,7 @@ schema validation (helm --skip-schema-validation).
 {{- $out = print $out (include "vllm-inference.validateValues.groupRollout" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.efaZone" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.imageCapabilities" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.imageVllmVersion" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.rayEngineArgs" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.rayModelSource" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.rayServeReplicas" .) -}}

@@ -4,8 +4,9 @@
 the plan's figures and checks `--quota` against the plan's EC2 quota bucket. A plan.json copied
 from another scenario (another model, instance type or layout) would make all three silently
 wrong, so the facts that identify a plan are compared with the values first: the topology, the
-model and the name it is served under, the tensor and pipeline parallel sizes, and the instance
-type, which must be one of the instance types of the GPU pool the servers select.
+model and the name it is served under, the tensor and pipeline parallel sizes, the vLLM release
+the plan was sized for (the image's vllmVersion), and the instance type, which must be one of the
+instance types of the GPU pool the servers select.
 
 Only identity is compared: tuning a forked values file (max-model-len, max-num-seqs, replicas)
 leaves the plan's reserve and quota figures meaningful, while another model or instance does not."""
@@ -18,6 +19,8 @@ from typing import Any
 import yaml
 
 from vllm_eks.core.errors import VllmEksError
+from vllm_eks.core.topology import ON_RAY
+from vllm_eks.spec.engine_versions import RAY_VLLM, SERVER_VLLM
 
 
 class PlanIdentityError(VllmEksError):
@@ -76,6 +79,11 @@ def disagreements(plan: dict[str, Any], scenario: Path) -> list[str]:
                    f"{server_file.name} model.servedModelName is {served}")
     compare("tensor parallel size", plan.get("tensor_parallel_size"), "engine.tensorParallelSize")
     compare("pipeline parallel size", plan.get("pipeline_parallel_size"), "engine.pipelineParallelSize")
+    # the release the plan was sized for against the one the image declares (unset: the chart's
+    # default image's); a plan.json from before the release was recorded says nothing
+    on_ray = plan.get("topology") in ON_RAY
+    compare("vLLM release", plan.get("vllm_version"), "ray.image.vllmVersion" if on_ray else "image.vllmVersion",
+            RAY_VLLM if on_ray else SERVER_VLLM)
     pool = _get(server, "scheduling.pool")
     instance = plan.get("instance")
     if pool and instance and infra_file.is_file():

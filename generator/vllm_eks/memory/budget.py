@@ -14,6 +14,7 @@ from vllm_eks.memory import kvcache, overheads
 from vllm_eks.model import weights
 from vllm_eks.model.architecture import Architecture
 from vllm_eks.model.hybrid import StateLayers
+from vllm_eks.spec import engine_versions
 from vllm_eks.spec.plan import MemoryPlan
 
 
@@ -43,6 +44,8 @@ class Settings:
     graphs_subtracted: bool = True
     # the attention backend vLLM selects (attention.py); FlashInfer keeps a workspace
     attention_backend: str | None = None
+    # the vLLM release sized: its CUDA-graph capture rules (spec/engine_versions.py)
+    vllm_version: str = engine_versions.SERVER_VLLM
 
 
 @dataclass(frozen=True)
@@ -121,12 +124,15 @@ def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings, layout_sh
     # the overheads of a stage depend on its number of layers, not on which layers: stages of
     # the same length share one estimate
     by_length: dict[int, overheads.Overheads] = {}
+    release = engine_versions.rules(s.vllm_version)
+    blackwell = hw.compute_capability is not None and hw.compute_capability[0] == 10
     for stage, (layers, w, lay) in enumerate(sh.stages):
         over = by_length.get(layers)
         if over is None:
             over = overheads.estimate(a, s.tp, s.pp, layers, s.max_num_batched_tokens, s.max_num_seqs,
-                                      p.dtype_bytes, max_capture(hw), nvlink="NVLink" in hw.interconnect,
-                                      backend=s.attention_backend)
+                                      p.dtype_bytes, max_capture(hw, s.vllm_version),
+                                      nvlink="NVLink" in hw.interconnect, backend=s.attention_backend,
+                                      blackwell=blackwell, with_max_num_seqs=release.captures_max_num_seqs)
             if not s.graphs_subtracted:
                 over = over.without_graphs()
             by_length[layers] = over
@@ -145,10 +151,10 @@ def compute(a: Architecture, hw: Hardware, p: Precisions, s: Settings, layout_sh
     return Budget(s, budget.weights_total, budget.stages, cap.num_blocks)
 
 
-def max_capture(hw: Hardware) -> int:
-    """vLLM's default largest CUDA-graph capture size: 1024 on data-centre Blackwell (SM 10.x), else 512."""
-    cc = hw.compute_capability
-    return overheads.DEFAULT_MAX_CAPTURE_BLACKWELL if cc is not None and cc[0] == 10 else overheads.DEFAULT_MAX_CAPTURE
+def max_capture(hw: Hardware, vllm_version: str = engine_versions.SERVER_VLLM) -> int:
+    """vLLM's default largest CUDA-graph capture size: in 0.32 1024 on data-centre Blackwell
+    (SM 10.x), else 512; 512 everywhere in 0.26 (spec/engine_versions.py)."""
+    return engine_versions.rules(vllm_version).ceiling(hw.compute_capability)
 
 
 def memory_plan(a: Architecture, hw: Hardware, p: Precisions, b: Budget, max_model_len: int,

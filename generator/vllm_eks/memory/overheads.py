@@ -67,33 +67,36 @@ DEFAULT_MAX_CAPTURE = 512
 DEFAULT_MAX_CAPTURE_BLACKWELL = 1024
 
 
-def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, max_capture: int = DEFAULT_MAX_CAPTURE) -> list[int]:
-    """vLLM 0.32's default `cudagraph_capture_sizes` for one-token decode: 1, 2, 4, multiples of 8
-    below 256, multiples of 16 from 256, up to min(2 x max_num_seqs, 512, max_num_batched_tokens),
-    plus max_num_batched_tokens and max_num_seqs when they fit."""
+def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, max_capture: int = DEFAULT_MAX_CAPTURE,
+                  with_max_num_seqs: bool = True) -> list[int]:
+    """vLLM's default `cudagraph_capture_sizes` for one-token decode: 1, 2, 4, multiples of 8
+    below 256, multiples of 16 from 256, up to min(2 x max_num_seqs, max_capture,
+    max_num_batched_tokens), plus max_num_batched_tokens when it fits, and (0.32, not 0.26:
+    spec/engine_versions.py) max_num_seqs when it fits."""
     top = min(max_num_seqs * 2, max_capture, max_num_batched_tokens)
     sizes = {s for s in (1, 2, 4) if s <= top}
     sizes |= set(range(8, min(top + 1, 256), 8))
     sizes |= set(range(256, top + 1, 16))
-    sizes |= {s for s in (max_num_batched_tokens, max_num_seqs) if s <= top}
+    sizes |= {s for s in (max_num_batched_tokens, max_num_seqs if with_max_num_seqs else 0) if 0 < s <= top}
     return sorted(sizes)
 
 
 def graph_counts(max_num_seqs: int, max_num_batched_tokens: int,
-                 max_capture: int = DEFAULT_MAX_CAPTURE) -> tuple[int, int]:
+                 max_capture: int = DEFAULT_MAX_CAPTURE, with_max_num_seqs: bool = True) -> tuple[int, int]:
     """(piecewise graphs, full graphs) under vLLM 0.32's default FULL_AND_PIECEWISE mode:
     a piecewise graph for every capture size, a full graph for every uniform-decode batch
     (capture sizes up to max_num_seqs)."""
-    piecewise, full, _ = _graph_shape(max_num_seqs, max_num_batched_tokens, max_capture)
+    piecewise, full, _ = _graph_shape(max_num_seqs, max_num_batched_tokens, max_capture, with_max_num_seqs)
     return piecewise, full
 
 
 @lru_cache(maxsize=4096)
-def _graph_shape(max_num_seqs: int, max_num_batched_tokens: int, max_capture: int) -> tuple[int, int, int]:
+def _graph_shape(max_num_seqs: int, max_num_batched_tokens: int, max_capture: int,
+                 with_max_num_seqs: bool = True) -> tuple[int, int, int]:
     """(piecewise graphs, full graphs, largest capture size): what the estimate needs of the
     capture list. A pure function of three integers, asked for again and again while a plan
     settles max_num_seqs, so it is kept (a few thousand small tuples at most)."""
-    sizes = capture_sizes(max_num_seqs, max_num_batched_tokens, max_capture)
+    sizes = capture_sizes(max_num_seqs, max_num_batched_tokens, max_capture, with_max_num_seqs)
     return len(sizes), len([s for s in sizes if s <= max_num_seqs]), sizes[-1]
 
 
@@ -148,14 +151,14 @@ def activation_width(a: Architecture, tp: int) -> int:
 
 
 def attention_workspace(a: Architecture, tp: int, backend: str | None, max_num_batched_tokens: int,
-                        max_capture: int) -> tuple[int, str]:
+                        blackwell: bool) -> tuple[int, str]:
     """The attention backend's persistent workspace on one rank, and its formula text."""
     if backend != "FLASHINFER":
         return 0, ""
     prefill = max_num_batched_tokens * (a.num_attention_heads // tp) * a.head_dim * FLASHINFER_PREFILL_BYTES_PER_ELEM
     main = max(FLASHINFER_WORKSPACE, prefill)
-    # the TRT-LLM buffer exists on data-centre Blackwell, where the capture ceiling is 1024
-    trtllm = FLASHINFER_WORKSPACE if max_capture == DEFAULT_MAX_CAPTURE_BLACKWELL else 0
+    # the TRT-LLM buffer exists on data-centre Blackwell (SM 10.x)
+    trtllm = FLASHINFER_WORKSPACE if blackwell else 0
     return main + trtllm, (f" + FlashInfer workspace {main // MIB} MiB" + (f" + TRT-LLM workspace {trtllm // MIB} MiB"
                                                                          if trtllm else ""))
 
@@ -178,7 +181,13 @@ def _graphs(width: int, dtype_bytes: int, layers: int, graphs: int, largest: int
 
 def estimate(a: Architecture, tp: int, pp: int, layers_on_rank: int, max_num_batched_tokens: int,
              max_num_seqs: int, act_dtype_bytes: int, max_capture: int = DEFAULT_MAX_CAPTURE,
-             nvlink: bool = False, backend: str | None = None) -> Overheads:
+             nvlink: bool = False, backend: str | None = None, blackwell: bool | None = None,
+             with_max_num_seqs: bool = True) -> Overheads:
+    """The overheads of one rank. `max_capture` and `with_max_num_seqs` are the capture rules of
+    the vLLM release sized (spec/engine_versions.py); `blackwell` (default: a 1024 ceiling) says
+    whether the GPU is SM 10.x, for FlashInfer's TRT-LLM workspace."""
+    if blackwell is None:
+        blackwell = max_capture == DEFAULT_MAX_CAPTURE_BLACKWELL
     width = activation_width(a, tp)
     forward = max_num_batched_tokens * width * act_dtype_bytes
     # the profile's sampler runs over min(max_num_seqs, max_num_batched_tokens) requests; logits
@@ -197,7 +206,7 @@ def estimate(a: Architecture, tp: int, pp: int, layers_on_rank: int, max_num_bat
     talks = tp > 1 or pp > 1
     collectives = (NON_TORCH_COLLECTIVES_NVLINK if nvlink else NON_TORCH_COLLECTIVES) if talks else 0
 
-    workspace, ws_f = attention_workspace(a, tp, backend, max_num_batched_tokens, max_capture)
+    workspace, ws_f = attention_workspace(a, tp, backend, max_num_batched_tokens, blackwell)
     moe, moe_f = moe_workspace(a, tp, max_num_batched_tokens, act_dtype_bytes)
     workspace, ws_f = workspace + moe, ws_f + moe_f
 
@@ -208,7 +217,7 @@ def estimate(a: Architecture, tp: int, pp: int, layers_on_rank: int, max_num_bat
     link = "NVLink" if nvlink else "PCIe"
     nt_f = f"{NON_TORCH_BASE // MIB} MiB base" + (
         f" + {collectives // MIB} MiB NCCL/all-reduce buffers ({link})" if talks else "") + ws_f
-    piecewise, full, largest = _graph_shape(max_num_seqs, max_num_batched_tokens, max_capture)
+    piecewise, full, largest = _graph_shape(max_num_seqs, max_num_batched_tokens, max_capture, with_max_num_seqs)
     graphs = piecewise + full
 
     def cg(scenario: str) -> int:

@@ -18,6 +18,7 @@ def summary_rows(p: Plan) -> list[tuple[str, str]]:
         ("model", p.model if p.model_revision is None else f"{p.model} @ {p.model_revision} (Hugging Face Hub)"),
         ("instance", f"{p.instance} ({p.node.gpus_per_node} x {p.node.gpu}, {gib(p.node.gpu_memory_bytes)} each)"),
         ("topology", p.topology),
+        ("vLLM sized for", f"{p.engine.vllm_version} (the image that runs the model)"),
         ("parallelism", f"TP={p.layout.tensor_parallel_size} x PP={p.layout.pipeline_parallel_size}, "
                         f"{p.layout.nodes_per_replica} node(s) per replica, {p.layout.replicas} replica(s)"),
         ("precision", f"{p.memory.dtype}, weights {p.memory.quantization or 'unquantized'}, "
@@ -86,7 +87,7 @@ def summary_table(p: Plan) -> Table:
 
 
 def explanation_text(p: Plan) -> str:
-    lines = [f"Plan for {p.model} on {p.instance}", ""]
+    lines = [f"Plan for {p.model} on {p.instance}, sized for vLLM {p.engine.vllm_version}", ""]
     for d in p.derivations:
         lines.append(f"{d.key} = {d.value}")
         lines.append(f"    = {d.formula}")

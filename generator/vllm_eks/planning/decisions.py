@@ -23,6 +23,7 @@ from vllm_eks.memory import budget as budget_mod
 from vllm_eks.memory import kvcache
 from vllm_eks.model import attention
 from vllm_eks.model.architecture import DTYPE_BYTES, Architecture
+from vllm_eks.spec import engine_versions
 from vllm_eks.spec.engine_settings import EngineSettings, engine_settings
 from vllm_eks.spec.plan import EnginePlan, LayoutPlan, PhasePlan, ServeAutoscaling
 from vllm_eks.spec.request import DEFAULT_MAX_NUM_SEQS, PlanRequest
@@ -104,6 +105,9 @@ class Decisions:
                 "--model-source (a Hugging Face repo id such as org/name, s3://bucket/prefix, or a path on a PVC "
                 "such as /models/name)")
         self.a = self.model.architecture
+        # the vLLM release of the image that will run the model: what the memory terms and the
+        # engine settings are for (spec/engine_versions.py)
+        self.vllm_version = engine_versions.version_for(req.topology, req.vllm_version)
         self._budgets: dict[tuple[int, int, int], budget_mod.Budget] = {}
         self._shapes: dict[tuple[int, int], budget_mod.Shape] = {}
         self.hw: Hardware = resolve_hardware(req.instance, req.gpu_memory_mib, req.gpus_per_node,
@@ -142,7 +146,8 @@ class Decisions:
         b = self._budgets.get(key)
         if b is None:
             s = budget_mod.Settings(tp, pp, self.util, self.batched, key[2], self.block_for(tp), self.kv_pin,
-                                    self.req.async_scheduling, attention_backend=self.block_rule.backend)
+                                    self.req.async_scheduling, attention_backend=self.block_rule.backend,
+                                    vllm_version=self.vllm_version)
             b = self._budgets[key] = budget_mod.compute(self.a, self.hw, self.p, s, self._shape(tp, pp))
         return b
 
@@ -361,7 +366,8 @@ class Decisions:
                 alt = budget_mod.Precisions(self.p.dtype, self.p.dtype_bytes, "x", bits, "linear",
                                             self.p.kv_cache_dtype, self.p.kv_dtype_bytes)
                 s = budget_mod.Settings(tp, pp, self.util, self.batched, self.seqs0, self.block_for(tp), self.kv_pin,
-                                        self.req.async_scheduling, attention_backend=self.block_rule.backend)
+                                        self.req.async_scheduling, attention_backend=self.block_rule.backend,
+                                        vllm_version=self.vllm_version)
                 b = budget_mod.compute(self.a, self.hw, alt, s)
                 if b.fits_weights and b.kv_capacity(self.required_len).max_concurrency >= 1:
                     flag = "--quantization fp8" if bits == 8.0 else "--model <awq/gptq checkpoint>"
@@ -417,6 +423,7 @@ class Decisions:
 
     def engine_plan(self, max_model_len: int, max_num_seqs: int, seqs_why: str, tp: int = 1) -> EnginePlan:
         d = Derivations()
+        d.add("vllm_version", self.vllm_version, self._version_why(), engine_versions.SOURCE)
         block = self.block_for(tp)
         d.add("block_size", str(block), self.block_rule.why + self._hybrid_block_why(tp, block), attention.SOURCE)
         d.add("max_num_seqs", str(max_num_seqs), seqs_why)
@@ -437,7 +444,20 @@ class Decisions:
         return EnginePlan(gpu_memory_utilization=self.util, kv_cache_memory_bytes=self.kv_pin,
                           max_num_seqs=max_num_seqs, max_num_batched_tokens=self.batched,
                           enable_chunked_prefill=True, enable_prefix_caching=True, settings=settings,
-                          derivations=d.items)
+                          vllm_version=self.vllm_version, derivations=d.items)
+
+    def _version_why(self) -> str:
+        if self.req.vllm_version is not None:
+            return "pinned by --vllm-version (the image you run carries it)"
+        if self.req.topology in ON_RAY:
+            return (f"the {self.req.topology} topology's Ray images carry vLLM {engine_versions.RAY_VLLM} "
+                    "(ray[llm]==2.58.0 pins vllm[audio]==0.26.0; the AWS Ray LLM DLC ships the same)")
+        return f"the model server image vllm/vllm-openai:v{engine_versions.SERVER_VLLM}"
+
+    def check_engine_settings(self, settings: list[EngineSettings], topology: str) -> None:
+        """Refuse an engine setting the release sized for does not have, naming its flag."""
+        flags = {name: "--" + name.replace("_", "-") for name in self.req.engine_passthrough()}
+        engine_versions.check_settings(self.vllm_version, settings, topology, flags)
 
     def _hybrid_block_why(self, tp: int, block: int) -> str:
         st = self.a.state

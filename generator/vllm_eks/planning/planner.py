@@ -58,6 +58,7 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
                    cache_read=int(req.cache_read_mib_s * 1024**2) if req.cache_read_mib_s else None)
     serve = serve_autoscaling(req, layout, seqs) if topology == "ray-serve" else None
     prefill, decode = phases(req, layout, engine) if topology == "disaggregated" else (None, None)
+    dec.check_engine_settings([engine.settings] + [p.settings for p in (prefill, decode) if p is not None], topology)
     pool = plan_pools(replicas=layout.replicas, serve_max=serve.max_replicas if serve else None,
                       serve_min=serve.min_replicas if serve else 1,
                       phase_replicas=(prefill.replicas, decode.replicas) if prefill and decode else None,

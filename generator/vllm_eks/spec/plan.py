@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 from vllm_eks.core.derivations import Derivation
 from vllm_eks.core.topology import ON_RAY, Topology
 from vllm_eks.spec.engine_settings import EngineSettings, serve_args
+from vllm_eks.spec.engine_versions import SERVER_VLLM, VllmVersion
 from vllm_eks.spec.model_source import PLAN_KEYS, ModelSource, ModelSourceKind
 
 
@@ -95,6 +96,9 @@ class EnginePlan(Section):
     enable_chunked_prefill: bool
     enable_prefix_caching: bool
     settings: EngineSettings = Field(description="vLLM EngineArgs field -> value")
+    # a plan.json written before the version was recorded was sized for 0.32 whatever its topology
+    vllm_version: VllmVersion = Field(SERVER_VLLM, description=(
+        "vLLM release the engine settings and memory terms are for: the image's (spec/engine_versions.py)"))
 
 
 class PodPlan(Section):

@@ -122,6 +122,14 @@ class PlanRequest(BaseModel):
                                                               description=(
         "Sampling defaults of requests that set none (vLLM's --generation-config): auto applies the model's "
         "generation_config.json (vLLM's default), vllm ignores it and uses vLLM's own."))
+    max_num_queued_reqs: int | None = Field(default=None, ge=0, json_schema_extra=ENGINE_SETTING, description=(
+        "Requests one engine holds waiting or running before it answers new ones HTTP 503, so clients retry "
+        "elsewhere (vLLM's --max-num-queued-reqs, from 0.32; unset: no limit). Not in vLLM 0.26, the Ray images'."))
+    vllm_version: Literal["0.26.0", "0.32.0"] | None = Field(default=None, description=(
+        "vLLM release of the image that runs the model, which the plan is sized for (default: the pinned "
+        "image's: 0.32.0 for single-node and multi-node, 0.26.0 in Ray 2.58's images for ray-serve and "
+        "disaggregated). single-node and multi-node values then use vllm/vllm-openai:v<release>; for the Ray "
+        "topologies only `plan` takes another release (no pinned Ray image carries it)."))
 
     # pod sizing inputs
     # Upper bounds: 1 TiB/s is far above any volume or network a node has (and 100 PiB of FSx

@@ -12,9 +12,10 @@ from typing import Any
 from pydantic import Field
 
 from vllm_eks.core import contract
-from vllm_eks.core.errors import VllmEksError
+from vllm_eks.core.errors import InvalidOptionError, VllmEksError
 from vllm_eks.core.topology import ON_RAY, Topology, keda_scales
 from vllm_eks.core.units import bytes_quantity, cpu_quantity
+from vllm_eks.spec.engine_versions import SERVER_VLLM
 from vllm_eks.spec.plan import Plan
 from vllm_eks.values.base import (
     AnnotationMap,
@@ -26,6 +27,8 @@ from vllm_eks.values.options import ValuesOptions, efa_zone
 from vllm_eks.values.vllm_inference.benchmark_job import Benchmark
 from vllm_eks.values.vllm_inference.engine import Engine, engine_values
 from vllm_eks.values.vllm_inference.images import (
+    RAY_IMAGE_VLLM_VERSION,
+    RAY_VERSION,
     VLLM_EFA_IMAGE_REPOSITORY,
     VLLM_IMAGE_TAG,
     ServerImage,
@@ -239,6 +242,20 @@ def build_values(plan: Plan, options: ValuesOptions) -> VllmInferenceValues:
     if plan.pod.efa_devices_per_pod > 0 and plan.topology in ("single-node", "multi-node"):
         # NCCL reaches EFA only through aws-ofi-nccl, which the upstream image lacks.
         values.image = ServerImage(repository=VLLM_EFA_IMAGE_REPOSITORY, tag=VLLM_IMAGE_TAG, provides=["efa"])
+    # the release the Plan was sized for, declared on the image that runs it
+    release = plan.engine.vllm_version
+    if plan.topology in ON_RAY:
+        if release != RAY_IMAGE_VLLM_VERSION:
+            raise InvalidOptionError(
+                f"--vllm-version {release}: the Ray images the chart pins (Ray {RAY_VERSION}) carry vLLM "
+                f"{RAY_IMAGE_VLLM_VERSION}, and `values` writes only those; use `plan` for an image of your own "
+                f"and set ray.image.repository, ray.image.tag and ray.image.vllmVersion {release} yourself")
+        values.ray.image.vllm_version = release
+    else:
+        values.image.vllm_version = release
+        if release != SERVER_VLLM:
+            # vllm/vllm-openai publishes every release as vX.Y.Z (the EFA build takes the same tag)
+            values.image.tag = f"v{release}"
     _add_topology_values(values, plan)
     _add_routing_values(values, plan, options)
     return values

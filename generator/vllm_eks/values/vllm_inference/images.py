@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from vllm_eks.spec.engine_versions import RAY_VLLM, SERVER_VLLM
 from vllm_eks.values.base import (
     IMAGE_TAG,
     OPTIONAL_IMAGE_TAG,
@@ -19,7 +20,7 @@ from vllm_eks.values.base import (
 VLLM_IMAGE_REPOSITORY = "vllm/vllm-openai"
 
 
-VLLM_IMAGE_TAG = "v0.32.0"
+VLLM_IMAGE_TAG = f"v{SERVER_VLLM}"
 
 
 TEST_IMAGE_REPOSITORY = "curlimages/curl"
@@ -38,6 +39,16 @@ RAY_IMAGE_REPOSITORY = "rayproject/ray-llm"
 
 
 RAY_IMAGE_TAG = "2.58.0-py312-cu130"
+
+
+# The vLLM release both Ray images carry: Ray 2.58.0's `llm` extra pins vllm[audio]==0.26.0 (the
+# ray 2.58.0 wheel's METADATA, from python/setup.py at ray-2.58.0), which rayproject/ray-llm
+# installs; the AWS Ray LLM DLC serve-llm-cuda-v1.0.0 ships 0.26.0 too (docs/topologies.md).
+RAY_IMAGE_VLLM_VERSION = RAY_VLLM
+
+
+# A vLLM release as the images declare it (image.vllmVersion): MAJOR.MINOR.PATCH.
+VLLM_VERSION = r"^[0-9]+\.[0-9]+\.[0-9]+$"
 
 
 # What an image offers beyond its topology's base contract (charts/vllm-inference/files/contracts):
@@ -85,6 +96,10 @@ class ServerImage(Image):
         "Capabilities the image has beyond vLLM itself: efa (libfabric with the efa provider "
         "and aws-ofi-nccl). The chart refuses efa.devices > 0 unless efa is listed; the "
         "container checks it at start (files/contracts)"))
+    vllm_version: str = Field(SERVER_VLLM, pattern=VLLM_VERSION, description=(
+        "vLLM release the image carries (the default image's: vllm/vllm-openai at appVersion). The generator "
+        "sizes the Plan and writes the engine settings for it; replacing the image with another release, "
+        "set it here and plan with --vllm-version"))
 
 
 class TestImage(Image):
@@ -108,3 +123,7 @@ class RayImage(Image):
         "Capabilities the image has beyond Ray and vLLM: efa (libfabric with the efa provider and "
         "aws-ofi-nccl), nixl-libfabric (NIXL's LIBFABRIC plugin and libfabric). The chart refuses "
         "EFA interfaces or a LIBFABRIC kv_transfer_config unless they are listed"))
+    vllm_version: str = Field(RAY_IMAGE_VLLM_VERSION, pattern=VLLM_VERSION, description=(
+        "vLLM release the image carries: 0.26.0 in both Ray 2.58.0 images (ray[llm]==2.58.0 pins "
+        "vllm[audio]==0.26.0; the AWS Ray LLM DLC ships 0.26.0). The generator sizes the Plan and writes "
+        "engine_kwargs for it; replacing the image with another release, set it here and plan with --vllm-version"))

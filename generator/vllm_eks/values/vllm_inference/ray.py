@@ -145,4 +145,5 @@ def disaggregated_values(plan: Plan) -> tuple[Disaggregated, Ray]:
     # NIXL's LIBFABRIC backend over EFA needs libfabric with the efa provider in the image:
     # the AWS Ray LLM DLC ships it, rayproject/ray-llm does not.
     return Disaggregated(**pools), Ray(image=RayImage(repository=RAY_DLC_IMAGE_REPOSITORY, tag=RAY_DLC_IMAGE_TAG,
-                                                      provides=["efa", "nixl-libfabric"]))
+                                                      provides=["efa", "nixl-libfabric"],
+                                                      vllm_version=plan.engine.vllm_version))
