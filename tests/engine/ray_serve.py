@@ -62,8 +62,6 @@ import signal
 import subprocess
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,23 +72,13 @@ from .cpu import SCENARIO_KV_GIB
 from .engine_env import EngineVenv, base_env
 from .multinode import SCRIPTS_MOUNT, GroupProcess, scripts_configmap
 from .server import free_port
+from .server import http_text as http
 
 SCENARIO = "llama-3.1-70b-g6e-12xlarge-rayservice"
 CACHE_MOUNT = "/var/cache/vllm"
 START_TIMEOUT_S = 120
 RUNNING_TIMEOUT_S = 420
 CPU_0_26_BLOCK_MULTIPLE = 16  # vllm/v1/attention/backends/cpu_attn.py at v0.26.0
-
-
-def http(url: str, body: Any = None, timeout: float = 30, method: str | None = None) -> tuple[int, str]:
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method or ("POST" if data else "GET"),
-                                 headers={"Content-Type": "application/json"} if data else {})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, r.read().decode(errors="replace")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode(errors="replace")
 
 
 def rayservice(objects: list[dict[str, Any]]) -> dict[str, Any]:
