@@ -58,6 +58,7 @@ import os
 import re
 import resource
 import shlex
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -324,6 +325,11 @@ class RayApp:
         self.head.stop()
         if self.temp_dir is not None:
             _kill_matching(str(self.temp_dir))
+            # the session's logs stay with the test's folder; the short temp dir goes
+            for session in self.temp_dir.glob("session_2*"):
+                shutil.copytree(session / "logs", self.workdir / "ray-logs" / session.name,
+                                dirs_exist_ok=True, ignore_dangling_symlinks=True)
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
 def _kill_matching(needle: str) -> None:
