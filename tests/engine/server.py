@@ -30,6 +30,19 @@ SIZING_LINE = re.compile(
     r"Maximum concurrency for (?P<len>[\d,]+) tokens per request: (?P<conc>[\d.]+)x")
 
 
+def http_text(url: str, body: Any = None, timeout: float = 60, method: str | None = None) -> tuple[int, str]:
+    """(status, body text) of a request to `url`: POST with a JSON body when one is given, GET
+    otherwise; an HTTP error status is returned, not raised."""
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method or ("POST" if data else "GET"),
+                                 headers={"Content-Type": "application/json"} if data else {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

@@ -11,8 +11,6 @@ import re
 import signal
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ from tests.engine.cpu import tiny_model_for
 from tests.engine.multinode import Group, prepare_group
 from tests.engine.report import REPORT
 from tests.engine.server import SIZING_LINE, STARTUP_TIMEOUT_S
+from tests.engine.server import http_text as _get
 
 
 def _multi_node_plans() -> dict[str, str]:
@@ -56,17 +55,6 @@ def test_every_multi_node_scenario_has_a_stand_in() -> None:
     REPORT.note("multi-node scenarios run as processes: " + ", ".join(run))
     assert not missing, (f"multi-node scenarios without a tiny stand-in of their architecture: {missing} "
                          "(add one to tests/engine/scripts/write_tiny_models.py and TINY_FOR_ARCHITECTURE)")
-
-
-def _get(url: str, body: dict | None = None, timeout: float = 60) -> tuple[int, str]:
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method="POST" if data else "GET",
-                                 headers={"Content-Type": "application/json"} if data else {})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, r.read().decode(errors="replace")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode(errors="replace")
 
 
 def _kv_bytes_per_token_and_layer(config: dict) -> int:

@@ -1,7 +1,7 @@
 """Write tiny random-weight models that vLLM's CPU backend serves, with no hub access.
 
 Runs inside the engine venv (transformers and tokenizers live there). Usage:
-    python write_tiny_models.py OUT_DIR
+    python write_tiny_models.py OUT_DIR [NAME...]      (no NAME: every model below)
 prints a JSON manifest {name: {"path": ..., "architecture": ..., "config": ...}} on stdout.
 
 Each model is a real architecture the catalog covers, shrunk to a couple of layers so that it
@@ -167,11 +167,14 @@ def specs(tokenizer: PreTrainedTokenizerFast) -> dict[str, tuple[type, object]]:
 
 def main() -> None:
     out = Path(sys.argv[1])
+    only = set(sys.argv[2:])  # names to write; none: all of them
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
     tokenizer = build_tokenizer()
     manifest = {}
     for name, (cls, config) in specs(tokenizer).items():
+        if only and name not in only:
+            continue
         path = out / name
         model = cls(config).to(torch.bfloat16)
         model.save_pretrained(path)
