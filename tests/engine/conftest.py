@@ -40,6 +40,7 @@ ENGINE_ORDER = (
     "test_drain",
     "test_hub_revision",
     "test_staging",
+    "test_ray_auth",
     "test_ray_serve",
 )
 

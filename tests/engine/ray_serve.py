@@ -324,7 +324,7 @@ class RayApp:
                            capture_output=True, text=True, timeout=120, env=self.head.env)
         self.head.stop()
         if self.temp_dir is not None:
-            _kill_matching(str(self.temp_dir))
+            kill_matching(str(self.temp_dir))
             # the session's logs stay with the test's folder; the short temp dir goes
             for session in self.temp_dir.glob("session_2*"):
                 shutil.copytree(session / "logs", self.workdir / "ray-logs" / session.name,
@@ -332,7 +332,9 @@ class RayApp:
             shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
-def _kill_matching(needle: str) -> None:
+def kill_matching(needle: str) -> None:
+    """SIGKILL every process (but this one) whose command line contains `needle`: a Ray node's
+    processes all name its temp dir, so this stops one node and leaves other Ray clusters alone."""
     for d in Path("/proc").iterdir():
         if not d.name.isdigit() or int(d.name) == os.getpid():
             continue
