@@ -8,7 +8,8 @@ every container that runs Ray). Here a Ray head is started as that leaves it: th
 rayStartParams with the environment KubeRay adds (a token of the form KubeRay generates, base64 of
 32 random bytes: raycluster_controller.go createAuthSecret). Changes made to run here, and only
 these: free loopback ports instead of 6379/8265/52365/8080 (several tests share the machine), the
-dashboard bound to 127.0.0.1 instead of the rendered 0.0.0.0, one CPU, a temp dir of its own.
+dashboard bound to 127.0.0.1 instead of the rendered 0.0.0.0, a free Ray client port instead of
+10001, one CPU, a temp dir of its own.
 
 Whether the operator's own requests carry the token (it reads it from the Secret,
 utils.GetRayDashboardClientFunc) needs a Ray process in a pod: only a real cluster (the kind
@@ -17,10 +18,12 @@ tier) shows that."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -33,7 +36,6 @@ from pathlib import Path
 import pytest
 
 from tests.engine.engine_env import EngineSetupMissing, ray_venv
-from tests.engine.ray_serve import kill_matching
 from tests.engine.report import REPORT
 from tests.engine.server import free_port
 from tests.harness import helm
@@ -71,6 +73,8 @@ class Head:
                 return r.status
         except urllib.error.HTTPError as e:
             return e.code
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            return 0  # not listening (yet)
 
     def driver(self, token: str | None) -> subprocess.CompletedProcess[str]:
         """A Ray driver connecting to the GCS, with the cluster's token or without one."""
@@ -106,21 +110,54 @@ def token_head() -> Iterator[tuple[Head, str]]:
     cmd = [str(venv / "bin" / "ray"), "start", "--head", *flags, "--num-cpus=1", f"--port={head.gcs}",
            "--dashboard-host=127.0.0.1", f"--dashboard-port={head.dashboard}",
            f"--dashboard-agent-listen-port={head.agent}", f"--metrics-export-port={head.metrics}",
+           f"--ray-client-server-port={free_port()}",
            "--include-dashboard=true", f"--temp-dir={temp}/ray"]
     t0 = time.monotonic()
-    started = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert started.returncode == 0, f"ray start failed:\n{started.stdout[-2000:]}\n{started.stderr[-2000:]}"
-    deadline = time.monotonic() + 120
-    while head.status(head.dashboard, "/api/gcs_healthz", None) != 200:
-        assert time.monotonic() < deadline, "the dashboard did not answer /api/gcs_healthz within 120 s"
-        time.sleep(1)
-    REPORT.note(f"ray auth: Ray {RAY_VERSION} head with RAY_AUTH_MODE=token up in {time.monotonic() - t0:.0f} s "
-                           f"(rendered rayStartParams {rendered} kept)")
+    # `--block` in a session of its own: every process of this head (Ray renames some, and the
+    # raylet starts others) stays in that session, so the teardown stops exactly these.
+    node = subprocess.Popen([*cmd, "--block"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
     try:
+        deadline = time.monotonic() + 180
+        while head.status(head.dashboard, "/api/gcs_healthz", None) != 200:
+            assert node.poll() is None, f"ray start exited {node.returncode} (logs under {temp}/ray)"
+            assert time.monotonic() < deadline, "the dashboard did not answer /api/gcs_healthz within 180 s"
+            time.sleep(1)
+        REPORT.note(f"ray auth: Ray {RAY_VERSION} head with RAY_AUTH_MODE=token up in {time.monotonic() - t0:.0f} s "
+                    f"(rendered rayStartParams {rendered} kept)")
         yield head, token
     finally:
-        kill_matching(str(temp))
+        stop_session(node)
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def _session_members(sid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":
+            out.append(int(d.name))
+    return out
+
+
+def stop_session(node: subprocess.Popen[bytes], grace_s: float = 20.0) -> None:
+    """SIGTERM to `ray start --block` and its group (Ray stops the node's processes), then SIGKILL
+    to whatever of the session is left."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(node.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while _session_members(node.pid) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    for pid in _session_members(node.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        node.wait(timeout=10)
 
 
 WRONG = base64.b64encode(b"not the cluster's token, 32 byte").decode()
