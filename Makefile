@@ -9,6 +9,9 @@ TOOLS := $(abspath .tools)
 # Pinned CRDs for strict validation; CI points this at ../shared/crds, `make crds` fills .cache/crds.
 VLLM_EKS_CRD_DIR ?= $(abspath ../shared/crds)
 export VLLM_EKS_CRD_DIR
+# check-fit in a checkout (an editable install carries no charts): the checkout's charts
+VLLM_EKS_CHARTS_DIR ?= $(abspath charts)
+export VLLM_EKS_CHARTS_DIR
 export PATH := $(BIN):$(TOOLS)/bin:$(PATH)
 
 # Default scenario of the main job.
@@ -34,7 +37,7 @@ CHARTS := $(sort $(patsubst charts/%/Chart.yaml,%,$(wildcard charts/*/Chart.yaml
 # each test it collects is selected by exactly one tier.
 TEST_TIERS := unit render
 # No helm, checkov, promtool, cluster or engine: the generator and the harness's own logic.
-TEST_ARGS_unit := -m "not (render or cluster or engine or kind or aws)" tests/unit tests/harness_selftest
+TEST_ARGS_unit := -m "not (render or cluster or engine or kind or aws or package)" tests/unit tests/harness_selftest
 # Needs the pinned helm3/helm4, checkov and promtool (`make setup`).
 TEST_ARGS_render := -m render tests
 

@@ -6,6 +6,7 @@ tool or CRD directory is a test error that says to run `make setup`, never a ski
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -18,9 +19,15 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from tests.harness import KUBE_VERSIONS, CrdRegistry, crd_schema, helm, load_crds  # noqa: E402
+from tests.harness.paths import CHARTS  # noqa: E402
 from tests.harness.summary import SECTIONS  # noqa: E402
 from tests.harness.timing import TIMINGS  # noqa: E402
 from tests.harness.tools import ToolMissingError  # noqa: E402
+from vllm_eks.check.charts_source import CHARTS_ENV  # noqa: E402
+
+# check-fit from the editable install renders the checkout's charts (the Makefile sets the same;
+# tests/package runs the wheel, which carries its own, with this unset)
+os.environ.setdefault(CHARTS_ENV, str(CHARTS))
 
 
 def _helm_line(name: str) -> str:

@@ -38,6 +38,7 @@ from tests.cluster.shapes import (
 )
 from tests.harness.paths import ROOT
 from tests.harness.readme_blocks import argv, blocks, commands
+from vllm_eks.check.charts_source import CHARTS_ENV
 
 pytestmark = pytest.mark.cluster
 
@@ -126,6 +127,7 @@ def test_readme_install_commands_run_as_written(cluster: Cluster, gpu_nodes, tmp
                HELM_CACHE_HOME=str(home / "cache"), HELM_DATA_HOME=str(home / "data"),
                PATH=os.pathsep.join([str(bin_dir()), *_without_setup_tools(env.get("PATH", ""))]))
     env.pop("VLLM_EKS_HELM", None)   # check-fit must find helm the way the README puts it on PATH
+    env.pop(CHARTS_ENV, None)        # ... and the charts the way the README names them
     for ns in namespaces:
         cluster.delete_namespace(ns, wait=True)
     shell = Shell(env, ROOT)

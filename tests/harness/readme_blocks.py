@@ -1,5 +1,6 @@
-"""The README's marked shell blocks: an HTML comment `<!-- install:NAME ... -->` on the line
-before a fenced block names it, so tests can read (and run) exactly what users copy."""
+"""The README's marked shell blocks: an HTML comment `<!-- install:NAME ... -->` (or
+`sizing:NAME`) on the line before a fenced block names it, so tests can read (and run) exactly
+what users copy."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import shlex
 from tests.harness.paths import ROOT
 
 README = ROOT / "README.md"
-_BLOCK = re.compile(r"^<!-- (install:[a-z-]+)\b[^>]*-->\n```(?:bash|sh)\n(.*?)^```$", re.M | re.S)
+_BLOCK = re.compile(r"^<!-- ((?:install|sizing):[a-z-]+)\b[^>]*-->\n```(?:bash|sh)\n(.*?)^```$", re.M | re.S)
 
 
 def blocks(text: str | None = None) -> dict[str, str]:

@@ -37,6 +37,7 @@ from typing import Any
 import yaml
 
 from vllm_eks.catalog.instances import Hardware, instance_catalog
+from vllm_eks.check.charts_source import charts_dir as resolve_charts_dir
 from vllm_eks.check.workloads import PodTemplate, pod_requests, pod_templates
 from vllm_eks.core import contract
 from vllm_eks.core.errors import VllmEksError
@@ -623,11 +624,6 @@ def _limit_mismatches(pools: list[Pool], placed: dict[str, list[tuple[PodTemplat
 
 # --- rendering a scenario folder ----------------------------------------------------------------
 
-def _charts_dir() -> Path:
-    env = os.environ.get("VLLM_EKS_CHARTS_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[3] / "charts"
-
-
 def _helm_binary(helm: str | None) -> str:
     candidate = helm or os.environ.get("VLLM_EKS_HELM") or "helm"
     found = shutil.which(candidate)
@@ -741,7 +737,8 @@ def check_fit(scenario_dir: str | os.PathLike[str], *, charts_dir: str | os.Path
     every node. Pre-rendered objects may be passed instead; `catalog` adds to the instance
     catalog (a plan's node outside it)."""
     scenario = Path(scenario_dir)
-    charts = Path(charts_dir) if charts_dir else _charts_dir()
+    if infra_objects is None or server_objects is None:
+        charts = resolve_charts_dir(charts_dir)
     if infra_objects is None:
         infra_objects = render_chart(charts / "gpu-infra", scenario / "gpu-infra.yaml", "gpu-infra", "gpu-infra", helm)
     if server_objects is None:

@@ -262,8 +262,11 @@ def recommend(model: str, hf_token_file: str | None, max_model_len: int | None, 
 @main.command("check-fit")
 @click.argument("scenario_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--helm", help="helm binary to render with (default: $VLLM_EKS_HELM, else helm on PATH).")
+@click.option("--charts", "charts", type=click.Path(path_type=Path),
+              help="folder holding the gpu-infra, vllm-inference and observability charts (a checkout's "
+                   "charts/; default: $VLLM_EKS_CHARTS_DIR, else the charts the installed wheel carries).")
 @quota_option
-def check_fit_command(scenario_dir: Path, helm: str | None, quotas: tuple[str, ...]) -> None:
+def check_fit_command(scenario_dir: Path, helm: str | None, charts: Path | None, quotas: tuple[str, ...]) -> None:
     """Check that every model-server pod of a `vllm-eks values` folder fits a GPU pool of the
     same folder: labels, taints, GPUs, EFA, CPU, memory and the pools' limits; print the EC2 vCPU
     quota figures of its plan.json and check them against --quota."""
@@ -303,7 +306,8 @@ def check_fit_command(scenario_dir: Path, helm: str | None, quotas: tuple[str, .
     elif limits:
         _fail(f"--quota: {plan_file} is missing, so there are no quota figures to check")
     check_quotas(quota, limits)
-    mismatches = check_fit(scenario_dir, helm=helm, catalog={outside.name: outside} if outside else None)
+    mismatches = check_fit(scenario_dir, charts_dir=charts, helm=helm,
+                           catalog={outside.name: outside} if outside else None)
     if quota is not None:
         click.echo(f"{scenario_dir}: EC2 vCPU quota, {quota_summary(quota)}; "
                    f"{quota.quota_on_demand_bucket} or {quota.quota_spot_bucket}")
