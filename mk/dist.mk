@@ -18,3 +18,9 @@ dist: venv ## build the vllm-eks wheel and sdist into dist/ (the wheel carries t
 
 test-package: setup ## only the package tier: the built wheel installed into an empty venv runs the README's sizing commands
 	$(BIN)/pytest $(TEST_ARGS_package)
+
+# The version policy (docs/versioning.md): a chart changed since the target branch needs a higher
+# Chart.yaml version. CHART_VERSION_BASE names the target (default: the merge base with origin/main).
+.PHONY: check-versions
+check-versions: venv ## fail when a chart changed since the target branch (CHART_VERSION_BASE, default origin/main) without a version bump
+	$(BIN)/python tools/check_chart_versions.py $(if $(CHART_VERSION_BASE),--base $(CHART_VERSION_BASE))

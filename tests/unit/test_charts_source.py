@@ -48,3 +48,20 @@ def test_check_fit_cli_names_a_wrong_charts_folder(cli, tmp_path) -> None:
     from tests.harness.paths import ROOT
     r = cli("check-fit", str(ROOT / "values" / "qwen2.5-7b-g6-xlarge"), "--charts", str(tmp_path))
     assert r.exit_code == 1 and "--charts" in r.stderr and "vllm-inference/Chart.yaml" in r.stderr, r.stderr
+
+
+def test_check_fit_warns_in_one_line_for_values_of_another_chart_version(cli, tmp_path) -> None:
+    import shutil
+
+    from tests.harness.paths import ROOT
+    folder = tmp_path / "folder"
+    shutil.copytree(ROOT / "values" / "qwen2.5-7b-g6-xlarge", folder)
+    values = folder / "vllm-inference.yaml"
+    values.write_text(values.read_text().replace("writtenForChartVersion: 0.1.0", "writtenForChartVersion: 0.0.7"))
+    r = cli("check-fit", str(folder))
+    assert r.exit_code == 0, r.stderr
+    warnings = [line for line in r.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "vllm-inference.yaml was written for vllm-inference 0.0.7, the chart is 0.1.0" \
+        in warnings[0], r.stderr
+    assert "gpu-infra.yaml" not in warnings[0]
+    assert "warning" not in cli("check-fit", str(ROOT / "values" / "qwen2.5-7b-g6-xlarge")).stderr

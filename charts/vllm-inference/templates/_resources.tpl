@@ -19,7 +19,7 @@ A Kubernetes quantity (the schema has checked its form) as a float in base units
 
 {{/* Each resource request at most its limit (the API server rejects the pod otherwise): the
      server container, on the Ray topologies the head container, with routing.mode gateway the
-     endpoint picker. */}}
+     endpoint picker, and the staging and benchmark Jobs when they are enabled. */}}
 {{- define "vllm-inference.validateValues.requestsWithinLimits" -}}
 {{- $sets := dict "resources" .Values.resources -}}
 {{- if eq (include "vllm-inference.onRay" .) "true" -}}
@@ -27,6 +27,12 @@ A Kubernetes quantity (the schema has checked its form) as a float in base units
 {{- end -}}
 {{- if eq (toString .Values.routing.mode) "gateway" -}}
 {{- $_ := set $sets "routing.gateway.picker.resources" .Values.routing.gateway.picker.resources -}}
+{{- end -}}
+{{- if .Values.staging.enabled -}}
+{{- $_ := set $sets "staging.resources" .Values.staging.resources -}}
+{{- end -}}
+{{- if .Values.benchmark.enabled -}}
+{{- $_ := set $sets "benchmark.resources" .Values.benchmark.resources -}}
 {{- end -}}
 {{- range $path := keys $sets | sortAlpha -}}
 {{- $r := get $sets $path -}}

@@ -271,6 +271,8 @@ def check_fit_command(scenario_dir: Path, helm: str | None, charts: Path | None,
     same folder: labels, taints, GPUs, EFA, CPU, memory and the pools' limits; print the EC2 vCPU
     quota figures of its plan.json and check them against --quota."""
     from vllm_eks.catalog.ec2 import hardware_from_record
+    from vllm_eks.check.chart_version import version_warning
+    from vllm_eks.check.charts_source import charts_dir
     from vllm_eks.check.plan_identity import PlanIdentityError, check_plan_identity
     from vllm_eks.check.scheduling import check_fit, format_mismatches
     from vllm_eks.core.json_input import JsonInputError, read_json
@@ -306,7 +308,11 @@ def check_fit_command(scenario_dir: Path, helm: str | None, charts: Path | None,
     elif limits:
         _fail(f"--quota: {plan_file} is missing, so there are no quota figures to check")
     check_quotas(quota, limits)
-    mismatches = check_fit(scenario_dir, charts_dir=charts, helm=helm,
+    charts_folder = charts_dir(charts)
+    warning = version_warning(scenario_dir, charts_folder)
+    if warning:
+        click.echo(warning, err=True)
+    mismatches = check_fit(scenario_dir, charts_dir=charts_folder, helm=helm,
                            catalog={outside.name: outside} if outside else None)
     if quota is not None:
         click.echo(f"{scenario_dir}: EC2 vCPU quota, {quota_summary(quota)}; "

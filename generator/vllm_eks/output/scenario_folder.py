@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from vllm_eks.core.errors import InvalidOptionError
 from vllm_eks.output.values_files import commented_yaml, forkable_values, model_values
 from vllm_eks.spec.plan import Plan
+from vllm_eks.values.chart_versions import CHART_VERSIONS
 from vllm_eks.values.options import ValuesOptions
 from vllm_eks.values.registry import CHART_BUILDERS, TOPOLOGY_KEYS
 from vllm_eks.values.schema import values_schema
@@ -55,7 +56,9 @@ def scenario_files(plan: Plan, options: ValuesOptions, command: str, readme: str
               "# To change this file, edit that command and run it again with --out set to this folder.\n")
     files = {}
     for chart, build in CHART_BUILDERS.items():
-        files[f"{chart}.yaml"] = header + values_file(chart, build(plan, options), plan.topology)
+        # the chart version written for: a chart of another version warns (NOTES.txt, check-fit)
+        model = build(plan, options).model_copy(update={"written_for_chart_version": CHART_VERSIONS[chart]})
+        files[f"{chart}.yaml"] = header + values_file(chart, model, plan.topology)
     files["plan.json"] = json.dumps(plan.json_summary(), indent=2, allow_nan=False) + "\n"
     files["README.md"] = readme
     return files

@@ -93,6 +93,20 @@ class NameOverrides(ValuesModel):
         "Replaces the full object name prefix (also of Service names: a letter first)"))
 
 
+# A chart version as Chart.yaml writes it (semver 2, no leading v), or empty.
+OPTIONAL_CHART_VERSION = r"^((0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?)?$"
+
+
+class ChartValues(NameOverrides):
+    """What every chart's values have at the top: the name overrides and the chart version the
+    values were written for."""
+
+    written_for_chart_version: str = Field("", pattern=OPTIONAL_CHART_VERSION, description=(
+        "Chart version `vllm-eks values` wrote these values for (its Chart.yaml `version`). When it differs "
+        "from the installed chart's version, the release notes print a one-line warning and `vllm-eks check-fit` "
+        "prints one too: write the values again with the vllm-eks that matches the chart. Empty: not checked"))
+
+
 class ResourceList(ValuesModel):
     """Kubernetes requests or limits; an empty quantity is left out."""
 

@@ -25,10 +25,10 @@ from vllm_eks.values.base import (
     EKS_CLUSTER_NAME,
     IMAGE_TAG,
     CapacityType,
+    ChartValues,
     ContainerImage,
     Int32,
     LabelMap,
-    NameOverrides,
     Quantity,
     ValuesModel,
     on_demand,
@@ -320,7 +320,7 @@ class NetworkPolicy(ValuesModel):
             "`[{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}}]`"))
 
 
-class GpuInfraValues(NameOverrides):
+class GpuInfraValues(ChartValues):
     """Values of charts/gpu-infra. `vllm-eks values` writes a file of this shape from the same Plan
     as the model server, so pool labels, taints, EFA needs and GPU limits agree by construction.
 

@@ -19,10 +19,10 @@ from vllm_eks.values.base import (
     OPTIONAL_DNS1123_LABEL,
     OPTIONAL_DNS1123_SUBDOMAIN,
     AnnotationMap,
+    ChartValues,
     Int32,
     KubernetesObject,
     LabelMap,
-    NameOverrides,
     ValuesModel,
 )
 from vllm_eks.values.options import ValuesOptions
@@ -349,7 +349,7 @@ class Autoscaling(ValuesModel):
         return self
 
 
-class ObservabilityValues(NameOverrides):
+class ObservabilityValues(ChartValues):
     """Values of the observability chart. `vllm-eks values` writes a file of these for a Plan; the
     defaults describe a single-node release named `vllm` in the release namespace."""
 

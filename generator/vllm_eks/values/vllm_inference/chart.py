@@ -19,8 +19,8 @@ from vllm_eks.spec.engine_versions import SERVER_VLLM
 from vllm_eks.spec.plan import Plan
 from vllm_eks.values.base import (
     AnnotationMap,
+    ChartValues,
     LabelMap,
-    NameOverrides,
     ResourceList,
 )
 from vllm_eks.values.options import ValuesOptions, efa_zone
@@ -76,7 +76,7 @@ from vllm_eks.values.vllm_inference.routing_model import ApiKey, Routing
 from vllm_eks.values.vllm_inference.staging_job import Staging, staging_values
 
 
-class VllmInferenceValues(NameOverrides):
+class VllmInferenceValues(ChartValues):
     """Values of charts/vllm-inference. `vllm-eks values` writes a values file sized for one model
     on one instance type (see values/<scenario>/vllm-inference.yaml); pass it with -f. The defaults
     serve a small public model on one GPU."""
