@@ -9,6 +9,9 @@ the NewCluster upgrade needs, and the gpu-infra pool's GPU limit admits its pods
 PodDisruptionBudgets select, on the operator's pod labels, exactly the head(s) or exactly one
 worker group, before and during the upgrade.
 
+test_rayservice_status_and_upgrade_paths follows the operator's status and its choice between
+an in-place serveConfigV2 update and a new cluster, step by step.
+
 kwok runs no container, so no Ray process answers the operator: Serve never reports RUNNING and
 the operator never promotes a cluster to active on its own. The test does that one step itself
 (the status change `reconcilePromotionAndServingStatus` makes once Serve is healthy) before the
@@ -350,8 +353,8 @@ def test_operator_reconciles_rayservice(kuberay: Cluster, gpu_nodes, index: int)
         # second RayCluster beside the active one and its pods must fit the pool limit.
         # KubeRay (1.6 and later) adds its finalizer with a full Update of the RayService, which
         # makes it a co-owner of the (atomic) workerGroupSpecs list; Helm 4's server-side apply
-        # then refuses to change the worker groups unless it forces the conflict
-        # (docs/topologies.md, "Upgrades under Helm 4").
+        # then refuses any upgrade unless it forces the conflict (docs/topologies.md, "Upgrades
+        # under Helm 4"; test_rayservice_status_and_upgrade_paths shows the refusal).
         assert "f:workerGroupSpecs" in operator_owned_spec(c, ns, rs_name), "KubeRay no longer co-owns the worker groups"
         c.helm(HELM, ["upgrade", RELEASES["vllm-inference"], str(scenarios.chart_dir("vllm-inference")), *base,
                       "--values", str(scenario.values("vllm-inference")), "--set", "ray.image.tag=upgrade-check",
