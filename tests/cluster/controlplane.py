@@ -130,11 +130,16 @@ class ControlPlane:
         self.procs[name] = proc
         return proc
 
+    def log_lines(self, name: str) -> list[str]:
+        """A component's whole log so far (empty before it started)."""
+        path = self.workdir / f"{name}.log"
+        return path.read_text(errors="replace").splitlines() if path.exists() else []
+
     def log_tail(self, name: str, lines: int = 40) -> str:
         path = self.workdir / f"{name}.log"
         if not path.exists():
             return "(no log)"
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        return "\n".join(self.log_lines(name)[-lines:])
 
     def _check_alive(self, name: str) -> None:
         proc = self.procs[name]

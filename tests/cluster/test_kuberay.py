@@ -9,6 +9,9 @@ the NewCluster upgrade needs, and the gpu-infra pool's GPU limit admits its pods
 PodDisruptionBudgets select, on the operator's pod labels, exactly the head(s) or exactly one
 worker group, before and during the upgrade.
 
+test_rayservice_status_and_upgrade_paths follows the operator's status and its choice between
+an in-place serveConfigV2 update and a new cluster, step by step.
+
 kwok runs no container, so no Ray process answers the operator: Serve never reports RUNNING and
 the operator never promotes a cluster to active on its own. The test does that one step itself
 (the status change `reconcilePromotionAndServingStatus` makes once Serve is healthy) before the
@@ -20,26 +23,29 @@ and restores them afterwards, so the other tests keep validating against v1.7.0.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from kubernetes import client
 
+from tests.cluster import rayservice_status as rstatus
 from tests.cluster import scenarios
 from tests.cluster.conftest import _crd_dir
 from tests.cluster.controlplane import KUBERAY_OPERATOR, kuberay_crd_dir, missing_kuberay
-from tests.cluster.flows import WAIT, cleanup, ready_pods
+from tests.cluster.flows import WAIT, cleanup, engine_change, ready_pods
 from tests.cluster.kube import Cluster, wait_for
 from tests.cluster.nodes import DEFAULT_ZONE, NodeShape
+from tests.cluster.rayservice_status import RAY, SPEC_HASH, operator_records
 from tests.cluster.shapes import RELEASES, pod_groups, render_scenario_chart, scenario_shapes, shape_for
 from tests.harness import chart_contract
+from tests.harness.helm import HelmError
 from tests.harness.pods import CreatedPod, ingress_admits
 from vllm_eks.core import contract
 
 pytestmark = pytest.mark.cluster
 
 HELM = "helm4"
-RAY = ("ray.io", "v1")
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 RAY_TOPOLOGIES = ("ray-serve", "disaggregated")
 SCENARIOS = [s for s in scenarios.discover() if (s.plan or {}).get("topology") in RAY_TOPOLOGIES]
@@ -253,6 +259,44 @@ def operator_owned_spec(c: Cluster, ns: str, rs_name: str) -> dict[str, Any]:
     return owned
 
 
+@dataclass
+class Site:
+    """A scenario's RayService as rendered and the kwok nodes made for it."""
+    rayservice: dict[str, Any]
+    head_nodes: list[str]
+    pool_nodes: dict[str, list[str]]
+    limits: dict[str, int]  # pool -> the NodePool's GPU limit
+
+
+def provision(c: Cluster, gpu_nodes, scenario: scenarios.Scenario, ns: str) -> Site:
+    """Nodes: Karpenter could launch the pool up to its GPU limit; the head gets a general node.
+    Creates the namespace too."""
+    infra = render_scenario_chart(scenario, "gpu-infra", ns)
+    (rs_obj,) = [o for o in render_scenario_chart(scenario, "vllm-inference", ns) if o["kind"] == "RayService"]
+    groups = [g for g in pod_groups([rs_obj]) if g.pool]
+    shapes = scenario_shapes(scenario)
+    head_nodes = gpu_nodes(head_node_shape(), 1)
+    pool_nodes: dict[str, list[str]] = {}
+    limits: dict[str, int] = {}
+    for pool in sorted({g.pool for g in groups}):
+        shape = shape_for(next(g for g in groups if g.pool == pool), shapes)
+        limits[pool] = gpu_limit(infra, pool)
+        per_node = int(shape.allocatable[contract.GPU_RESOURCE])
+        pool_nodes[pool] = gpu_nodes(shape, limits[pool] // per_node)
+    c.ensure_namespace(ns)
+    return Site(rs_obj, head_nodes, pool_nodes, limits)
+
+
+def install(c: Cluster, scenario: scenarios.Scenario, ns: str) -> None:
+    """gpu-infra (--wait) and vllm-inference. No --wait for vllm-inference: Helm 4 waits by
+    kstatus, which reads the RayService's Ready condition, and that needs a Serve application
+    (never on kwok; test_rayservice_status_and_upgrade_paths shows the wait failing)."""
+    for chart, wait in (("gpu-infra", ["--wait", "--timeout", WAIT]), ("vllm-inference", [])):
+        c.helm(HELM, ["install", RELEASES[chart], str(scenarios.chart_dir(chart)), "--namespace", ns,
+                      "--values", str(scenario.values(chart)), *wait])
+    c.stats.scenarios_installed.add(scenario.name)
+
+
 def promote(c: Cluster, ns: str, rs_name: str, rc_name: str) -> None:
     """What the operator does once the pending cluster's Serve applications run (kwok has no Ray):
     the pending cluster becomes the active one."""
@@ -270,31 +314,12 @@ def test_operator_reconciles_rayservice(kuberay: Cluster, gpu_nodes, index: int)
     scenario = SCENARIOS[index]
     ns = scenario.namespace + "-kuberay"
     topology = scenario.plan["topology"]
-    infra = render_scenario_chart(scenario, "gpu-infra", ns)
-    (rs_obj,) = [o for o in render_scenario_chart(scenario, "vllm-inference", ns) if o["kind"] == "RayService"]
+    site = provision(c, gpu_nodes, scenario, ns)
+    rs_obj, head_nodes, pool_nodes, limits = site.rayservice, site.head_nodes, site.pool_nodes, site.limits
     rs_name = rs_obj["metadata"]["name"]
-    groups = [g for g in pod_groups([rs_obj]) if g.pool]
-    shapes = scenario_shapes(scenario)
-
-    # Nodes: Karpenter could launch the pool up to its GPU limit; the head gets a general node.
-    head_nodes = gpu_nodes(head_node_shape(), 1)
-    pool_nodes: dict[str, list[str]] = {}
-    limits: dict[str, int] = {}
-    for pool in sorted({g.pool for g in groups}):
-        shape = shape_for(next(g for g in groups if g.pool == pool), shapes)
-        limits[pool] = gpu_limit(infra, pool)
-        per_node = int(shape.allocatable[contract.GPU_RESOURCE])
-        pool_nodes[pool] = gpu_nodes(shape, limits[pool] // per_node)
-
-    c.ensure_namespace(ns)
     base = ["--namespace", ns]
     try:
-        # No --wait for vllm-inference: Helm 4 waits by kstatus, which reads the RayService's
-        # Ready condition, and that needs a Serve application (never on kwok).
-        for chart, wait in (("gpu-infra", ["--wait", "--timeout", WAIT]), ("vllm-inference", [])):
-            c.helm(HELM, ["install", RELEASES[chart], str(scenarios.chart_dir(chart)), *base,
-                          "--values", str(scenario.values(chart)), *wait])
-        c.stats.scenarios_installed.add(scenario.name)
+        install(c, scenario, ns)
         # The chart sets nothing the v1.6.2 CRD lacks (the render tier checks against v1.7.0):
         # authOptions among them, which a CRD before v1.5.1 would silently prune.
         stored = c.custom.get_namespaced_custom_object(*RAY, ns, "rayservices", rs_name)
@@ -328,8 +353,8 @@ def test_operator_reconciles_rayservice(kuberay: Cluster, gpu_nodes, index: int)
         # second RayCluster beside the active one and its pods must fit the pool limit.
         # KubeRay (1.6 and later) adds its finalizer with a full Update of the RayService, which
         # makes it a co-owner of the (atomic) workerGroupSpecs list; Helm 4's server-side apply
-        # then refuses to change the worker groups unless it forces the conflict
-        # (docs/topologies.md, "Upgrades under Helm 4").
+        # then refuses any upgrade unless it forces the conflict (docs/topologies.md, "Upgrades
+        # under Helm 4"; test_rayservice_status_and_upgrade_paths shows the refusal).
         assert "f:workerGroupSpecs" in operator_owned_spec(c, ns, rs_name), "KubeRay no longer co-owns the worker groups"
         c.helm(HELM, ["upgrade", RELEASES["vllm-inference"], str(scenarios.chart_dir("vllm-inference")), *base,
                       "--values", str(scenario.values("vllm-inference")), "--set", "ray.image.tag=upgrade-check",
@@ -357,5 +382,150 @@ def test_operator_reconciles_rayservice(kuberay: Cluster, gpu_nodes, index: int)
         c.stats.ray_pods_ready += len(new_pods)
         c.stats.ray_upgrades_admitted += 1
         c.stats.pods_scheduled += len(old_pods) + len(new_pods)
+    finally:
+        cleanup(c, HELM, ns)
+
+
+def helm_wait_refusal(c: Cluster, args: list[str]) -> str:
+    """Run `helm upgrade ... --wait` that must time out; returns Helm's message. Helm 4 waits with
+    kstatus (helm v4.1.4 pkg/kube/statuswait.go `Wait`: the generic status reader and
+    fluxcd/cli-utils v0.37.2-flux.1 pkg/kstatus/status `Compute`): InProgress while
+    status.observedGeneration differs from metadata.generation (generic.go `checkGeneration`),
+    else InProgress while the `Ready` condition is False (status.go `checkReadyCondition`)."""
+    try:
+        c.helm(HELM, [*args, "--wait", "--timeout", "10s"])
+    except HelmError as exc:
+        c.stats.upgrades += 1
+        return str(exc)
+    raise AssertionError(f"helm {' '.join(args[:2])} --wait returned although no Serve application runs here")
+
+
+def test_rayservice_status_and_upgrade_paths(kuberay: Cluster, gpu_nodes) -> None:
+    """The ray-serve scenario under the operator, step by step, against KubeRay v1.6.2's
+    rayservice_controller.go (tests/cluster/rayservice_status.py names the log records):
+
+    1. before any Serve application: the status the operator writes and what the helm test
+       would find (no <name>-serve-svc);
+    2. a serveConfigV2-only change (an engine kwarg): Helm 4 needs --force-conflicts for it too;
+       no new RayCluster, the active one untouched; the operator goes on to submit the config to
+       the active cluster's dashboard, which kwok cannot answer, so this reconcile writes no
+       status (observedGeneration stays behind, and Helm 4's --wait says so);
+    3. a rayClusterConfig change (the Ray image) under the chart's NewCluster strategy: a pending
+       RayCluster beside the active one, UpgradeInProgress True; its Serve applications never run
+       here, so it stays pending and the active cluster is kept."""
+    c = kuberay
+    (scenario,) = [s for s in SCENARIOS if s.plan["topology"] == "ray-serve"]
+    ns = scenario.namespace + "-kuberay-status"
+    site = provision(c, gpu_nodes, scenario, ns)
+    rs_name = site.rayservice["metadata"]["name"]
+    upgrade = ["upgrade", RELEASES["vllm-inference"], str(scenarios.chart_dir("vllm-inference")), "--namespace", ns,
+               "--values", str(scenario.values("vllm-inference"))]
+    try:
+        install(c, scenario, ns)
+        (first,) = wait_for("the operator to create a RayCluster", lambda: rayclusters(c, ns), timeout=60)
+        first_name = first["metadata"]["name"]
+        c.stats.rayservices_reconciled += 1
+        c.stats.rayclusters_created += 1
+        wait_cluster_ready(c, ns, first_name)
+
+        # 1. With the head Ready, reconcileServe asks the dashboard and gets no answer.
+        wait_for("the operator to reach the head's dashboard", lambda: operator_records(
+            c, rstatus.DASHBOARD_UNREACHABLE, ns, also=first_name) or None, timeout=60)
+        rs = rstatus.rayservice(c, ns, rs_name)
+        status = rs["status"]
+        print(f"{rs_name} before Serve runs: conditions {rstatus.conditions(rs)}, "
+              f"(active, pending) {rstatus.cluster_names(rs)}, (generation, observed) {rstatus.generations(rs)}")
+        assert rstatus.cluster_names(rs) == ("", first_name), f"{status}{operator_log(c)}"
+        gen, observed = rstatus.generations(rs)
+        assert observed == gen, status
+        assert rstatus.conditions(rs) == {"Ready": ("False", "Initializing"),
+                                          "UpgradeInProgress": ("False", "Initializing")}, status
+        # `kubectl get rayservice` columns (the chart's NOTES): serviceStatus "" and 0 endpoints,
+        # both omitted when empty; no Serve application status has been read.
+        assert "serviceStatus" not in status and "numServeEndpoints" not in status, status
+        assert not any((status.get(k) or {}).get("applicationStatuses")
+                       for k in ("activeServiceStatus", "pendingServiceStatus")), status
+        # The helm test's Service (<name>-serve-svc) and <name>-head-svc come only with a cluster
+        # whose Serve applications run (reconcileServicesToReadyCluster); the RayCluster's own
+        # head Service (the dashboard URL the operator tried) exists.
+        services = {s.metadata.name for s in c.core.list_namespaced_service(ns).items}
+        assert {f"{rs_name}-serve-svc", f"{rs_name}-head-svc"}.isdisjoint(services), services
+        assert f"{first_name}-head-svc" in services, services
+        # The install's generation is 2: the operator's finalizer Update re-encodes the spec from
+        # its Go types and so adds `scaleStrategy: {}` to each worker group (numOfHosts is the
+        # CRD's default). Helm's rendered list lacks it, which is why every Helm 4 apply of the
+        # (atomic) workerGroupSpecs conflicts with the operator (step 2).
+        added = pruned(rs["spec"]["rayClusterConfig"]["workerGroupSpecs"],
+                       site.rayservice["spec"]["rayClusterConfig"]["workerGroupSpecs"])
+        print(f"{rs_name}: generation {gen} after install; stored workerGroupSpecs beyond the rendered: {added}")
+        assert gen == 2 and "[0].scaleStrategy" in added, (gen, added)
+
+        promote(c, ns, rs_name, first_name)
+        first = c.custom.get_namespaced_custom_object(*RAY, ns, "rayclusters", first_name)
+        first_hash, first_uid = first["metadata"]["annotations"][SPEC_HASH], first["metadata"]["uid"]
+        first_generation = first["metadata"]["generation"]
+
+        # 2. serveConfigV2 only. Helm 4 applies the whole RayService, worker groups included, so
+        # even this change conflicts with the operator's co-ownership of the (atomic)
+        # workerGroupSpecs (docs/topologies.md, "Upgrades under Helm 4").
+        flags, text = engine_change(scenario.values("vllm-inference"))
+        with pytest.raises(HelmError) as refused:
+            c.helm(HELM, [*upgrade, *flags])
+        assert 'conflict with "kuberay-operator"' in str(refused.value), refused.value
+        assert ".spec.rayClusterConfig.workerGroupSpecs" in str(refused.value), refused.value
+        assert rstatus.generations(rstatus.rayservice(c, ns, rs_name))[0] == gen, "the refused apply changed nothing"
+        on_active = operator_records(c, rstatus.SERVE_ON_ACTIVE, ns, also=first_name)
+        unreachable = operator_records(c, rstatus.DASHBOARD_UNREACHABLE, ns, also=first_name)
+        refusal = helm_wait_refusal(c, [*upgrade, *flags, "--force-conflicts"])
+        rs = rstatus.rayservice(c, ns, rs_name)
+        assert text in rs["spec"]["serveConfigV2"]
+        assert rstatus.generations(rs) == (gen + 1, gen), rs["status"]
+        # The operator took the in-place path for the new generation (the active cluster's Serve
+        # reconcile runs only when shouldPrepareNewCluster is false) and stopped at the dashboard.
+        wait_for("the operator to reconcile the new serve config on the active cluster", lambda: (
+            operator_records(c, rstatus.SERVE_ON_ACTIVE, ns, also=first_name) > on_active
+            and operator_records(c, rstatus.DASHBOARD_UNREACHABLE, ns, also=first_name) > unreachable) or None,
+            timeout=60)
+        # ... and, having written no status, Helm 4's --wait sees the generation not observed.
+        assert f"RayService generation is {gen + 1}, but latest observed generation is {gen}" in refusal, refusal
+        (same,) = rayclusters(c, ns)
+        assert (same["metadata"]["uid"], same["metadata"]["annotations"][SPEC_HASH],
+                same["metadata"]["generation"]) == (first_uid, first_hash, first_generation), (
+            "a serveConfigV2 change must leave the RayCluster as it is")
+        rs = rstatus.rayservice(c, ns, rs_name)
+        assert rstatus.cluster_names(rs) == (first_name, ""), rs["status"]
+        print(f"{rs_name} after a serveConfigV2 change: one RayCluster {first_name} (spec hash and generation "
+              f"unchanged), (generation, observed) {rstatus.generations(rs)}")
+
+        # 3. rayClusterConfig (the Ray image): the NewCluster path.
+        c.helm(HELM, [*upgrade, *flags, "--set", "ray.image.tag=upgrade-check", "--force-conflicts"])
+        c.stats.upgrades += 1
+        (second,) = wait_for("the operator to create the pending RayCluster", lambda: [
+            r for r in rayclusters(c, ns) if r["metadata"]["name"] != first_name], timeout=90)
+        second_name = second["metadata"]["name"]
+        c.stats.rayclusters_created += 1
+        assert second["metadata"]["annotations"][SPEC_HASH] != first_hash
+        rs = wait_for("the status to name the pending cluster", lambda: (lambda r: r if rstatus.cluster_names(r) == (
+            first_name, second_name) else None)(rstatus.rayservice(c, ns, rs_name)), timeout=30)
+        gen3, observed3 = rstatus.generations(rs)
+        assert (gen3, observed3) == (gen + 2, gen + 2), rs["status"]
+        assert rstatus.conditions(rs) == {"Ready": ("False", "Initializing"),
+                                          "UpgradeInProgress": ("True", "BothActivePendingClustersExist")}, rs["status"]
+        new_pods = wait_cluster_ready(c, ns, second_name)
+        # The pending cluster's head is Ready: the operator now asks its dashboard, which never
+        # answers, so the cluster never becomes ready and nothing is promoted.
+        # (The error names the dashboard URL, <cluster>-head-svc.<ns>.svc.cluster.local:8265.)
+        wait_for("the operator to reach the pending cluster's dashboard", lambda: operator_records(
+            c, rstatus.DASHBOARD_UNREACHABLE, ns, also=second_name) or None, timeout=60)
+        assert operator_records(c, rstatus.SERVE_ON_PENDING, ns, also=second_name)
+        rs = rstatus.rayservice(c, ns, rs_name)
+        assert rstatus.cluster_names(rs) == (first_name, second_name), rs["status"]
+        assert rstatus.conditions(rs)["UpgradeInProgress"] == ("True", "BothActivePendingClustersExist")
+        assert {r["metadata"]["name"] for r in rayclusters(c, ns)} == {first_name, second_name}
+        assert len(cluster_pods(c, ns, first_name)) == expected_pods(first), "the active cluster keeps its pods"
+        assert not operator_records(c, rstatus.DANGLING_SCHEDULED, ns), "no RayCluster is scheduled for deletion"
+        print(f"{rs_name} after a rayClusterConfig change: active {first_name}, pending {second_name} "
+              f"({len(new_pods)} pods Ready), UpgradeInProgress True; no promotion without Serve")
+        c.stats.ray_pods_ready += len(new_pods)
     finally:
         cleanup(c, HELM, ns)
