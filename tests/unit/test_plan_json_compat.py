@@ -24,8 +24,8 @@ from vllm_eks.core.units import GIB, MIB, gib
 from vllm_eks.memory import overheads
 from vllm_eks.memory.budget import max_capture as budget_max_capture
 from vllm_eks.model import weights
+from vllm_eks.planning import latency, pools
 from vllm_eks.planning import pod_resources as sizing
-from vllm_eks.planning import pools
 from vllm_eks.planning.decisions import Decisions
 from vllm_eks.planning.model_source import DEFAULT_LOAD_MIB_S
 from vllm_eks.planning.planner import make_plan
@@ -63,9 +63,38 @@ def _engine_args_change(old, new, old_plan, new_plan) -> bool:
     launcher, not an engine setting). Everything else stays exactly in place."""
     old_rest, old_moved = _strip(old, _MOVED)
     new_rest, new_moved = _strip(new, _MOVED)
+    new_moved = [_without_buffer_device(m, new_plan) for m in new_moved]
     old_rest, dropped = _strip(old_rest, _DROPPED)
     return (old_moved == new_moved and old_rest == new_rest
             and all(d == ["--distributed-executor-backend", "ray"] for d in dropped))
+
+
+def _without_buffer_device(moved: list[str], plan) -> list[str]:
+    """A disaggregated phase's kv_transfer_config now names vLLM's kv_buffer_device: "cpu" (a
+    host buffer) where the instance has no GPUDirect RDMA, "cuda" where it has
+    (planning/kv_transfer.py); without that key it is the baseline's config."""
+    if moved[0] != "--kv-transfer-config":
+        return moved
+    config = json.loads(moved[1])
+    device = config.pop("kv_buffer_device", None)
+    expected = "cuda" if instance_catalog()[plan["instance"]].gpudirect_rdma else "cpu"
+    if device != expected or plan["prefill"]["kv_buffer_device"] != expected:
+        return moved
+    return [moved[0], json.dumps(config, separators=(",", ":"))]
+
+
+def _ttft_change(old, new, old_plan, new_plan) -> bool:
+    """A disaggregated plan's TTFT SLO counts the KV transfer to the decode engine (issue on
+    seed 003's instance choice): headroom x (prefill + kv_transfer_seconds) instead of headroom x
+    prefill, the floor kept; the prefill term is the baseline's (to its 0.01 s rounding)."""
+    if new_plan["topology"] != "disaggregated":
+        return False
+    transfer = new_plan["prefill"]["kv_transfer_seconds"]
+    if transfer <= 0:
+        return False
+    if old > latency.TTFT_FLOOR:
+        return abs(new - (old + latency.TTFT_HEADROOM * transfer)) <= 0.011
+    return latency.TTFT_FLOOR <= new <= latency.TTFT_FLOOR + latency.TTFT_HEADROOM * transfer + 0.011
 
 
 # The DaemonSet reserve the baseline release took off node allocatable before sharing it.
@@ -155,6 +184,8 @@ _NEW_DERIVATIONS = {"vllm_version",
                     "picker_memory_limit_bytes", "quota_bucket", "quota_vcpus_min", "quota_vcpus_max",
                     "quota_vcpus_upgrade_peak", "quota_vcpus_pool_limit", "available_kv_cache_band_per_gpu",
                     "load_bandwidth_bytes_per_s"}
+# Lines only a disaggregated plan has: NIXL's buffer device, its host memory and transfer time.
+_NEW_DISAGGREGATED_DERIVATIONS = {"kv_buffer_device", "host_kv_buffer_bytes", "kv_transfer_seconds"}
 _FOLLOWING = {"cpu_request_millicores": lambda p: f"{p['cpu_request_millicores']}m",
               "memory_request_bytes": lambda p: gib(p["memory_request_bytes"]),
               "root_volume_bytes": lambda p: gib(p["root_volume_bytes"]),
@@ -162,7 +193,8 @@ _FOLLOWING = {"cpu_request_millicores": lambda p: f"{p['cpu_request_millicores']
               "autoscaling_min_replicas / autoscaling_max_replicas":
                   lambda p: f"{p['autoscaling_min_replicas']}..{p['autoscaling_max_replicas']}",
               "startup_probe_seconds": lambda p: f"{p['startup_probe_seconds']} s",
-              "scale_up_period_seconds": lambda p: f"{p['scale_up_period_seconds']} s"}
+              "scale_up_period_seconds": lambda p: f"{p['scale_up_period_seconds']} s",
+              "slo_ttft_p99_seconds": lambda p: f"{p['slo_ttft_p99_seconds']} s"}
 
 
 def _same_derivations(old, new, old_plan, new_plan) -> bool:
@@ -170,10 +202,12 @@ def _same_derivations(old, new, old_plan, new_plan) -> bool:
     follows the sections; the same (key, value) lines must all be there, except the lines the
     DaemonSet reserve and the instance store added, and the requests and root volume lines,
     which must show the Plan's new values."""
+    added = _NEW_DERIVATIONS | (_NEW_DISAGGREGATED_DERIVATIONS if new_plan["topology"] == "disaggregated" else set())
+
     def kept(lines):
-        return sorted((k, v) for k, v in lines if k not in _NEW_DERIVATIONS and k not in _FOLLOWING)
+        return sorted((k, v) for k, v in lines if k not in added and k not in _FOLLOWING)
     following = [(k, v) for k, v in new if k in _FOLLOWING]
-    return (kept(old) == kept(new) and {k for k, _ in new} >= _NEW_DERIVATIONS
+    return (kept(old) == kept(new) and {k for k, _ in new} >= added
             and all(v == _FOLLOWING[k](new_plan) for k, v in following))
 
 
@@ -228,6 +262,7 @@ CHANGED = {
     "plan.root_volume_bytes": _root_volume_change,
     "plan.pool_gpu_limit": _ray_upgrade_limit_change,
     "plan.autoscaling_min_replicas": _disaggregated_floor_change,
+    "plan.slo_ttft_p99_seconds": _ttft_change,
 }
 
 

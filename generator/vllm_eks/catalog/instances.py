@@ -12,6 +12,7 @@ from importlib import resources
 import yaml
 
 from vllm_eks.catalog import node_allocatable
+from vllm_eks.catalog.gpudirect import supports_gpudirect_rdma
 from vllm_eks.catalog.node_allocatable import allocatable
 from vllm_eks.core.derivations import Derivations
 from vllm_eks.core.errors import InvalidOptionError, UnknownInstanceError
@@ -45,6 +46,11 @@ class Hardware:
     compute_capability: tuple[int, int] | None = None  # CUDA compute capability; None: unknown (custom)
     shape_source: str = ""   # where vCPUs, memory and allocatable came from, outside the catalog (catalog/ec2.py)
     price_source: str = ""   # where usd_per_hour came from, when not the catalog's us-east-1 figure
+
+    @property
+    def gpudirect_rdma(self) -> bool:
+        """EFA reads and writes this type's GPU memory directly (a rule by family: catalog/gpudirect.py)."""
+        return supports_gpudirect_rdma(self.name)
 
 
 @lru_cache(maxsize=1)

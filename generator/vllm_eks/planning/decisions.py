@@ -23,6 +23,7 @@ from vllm_eks.memory import budget as budget_mod
 from vllm_eks.memory import kvcache
 from vllm_eks.model import attention
 from vllm_eks.model.architecture import DTYPE_BYTES, Architecture
+from vllm_eks.planning.kv_transfer import KvTransfer
 from vllm_eks.spec import engine_versions
 from vllm_eks.spec.engine_settings import EngineSettings, engine_settings
 from vllm_eks.spec.plan import EnginePlan, LayoutPlan, PhasePlan, ServeAutoscaling
@@ -492,9 +493,15 @@ class Decisions:
 # The parallelism decision tree the layout derivation cites.
 LAYOUT_RULE = ("one GPU if weights plus a useful KV cache fit it, else the GPUs of one machine, else tensor "
                "parallel inside each machine and pipeline stages across machines; TP divides the heads")
-# NIXL moves the KV cache from prefill to decode engines; LIBFABRIC is its EFA backend.
+# NIXL moves the KV cache from prefill to decode engines; LIBFABRIC is its EFA backend. The
+# buffer device (GPU memory or a host copy) follows the instance: planning/kv_transfer.py.
 KV_TRANSFER_CONFIG = {"kv_connector": "NixlConnector", "kv_role": "kv_both",
                       "kv_connector_extra_config": {"backends": ["LIBFABRIC"]}}
+
+
+def kv_transfer_config(buffer_device: str) -> dict:
+    """KV_TRANSFER_CONFIG with vLLM's kv_buffer_device: "cuda" or "cpu" (a host buffer)."""
+    return {**KV_TRANSFER_CONFIG, "kv_buffer_device": buffer_device}
 
 
 def serve_autoscaling(req: PlanRequest, layout: LayoutPlan, max_num_seqs: int) -> ServeAutoscaling:
@@ -512,8 +519,10 @@ def serve_autoscaling(req: PlanRequest, layout: LayoutPlan, max_num_seqs: int) -
                             min_worker_pods=nodes, max_worker_pods=ceiling * nodes, derivations=d.items)
 
 
-def phases(req: PlanRequest, layout: LayoutPlan, engine: EnginePlan) -> tuple[PhasePlan, PhasePlan]:
-    """The prefill and decode phases of a disaggregated deployment."""
+def phases(req: PlanRequest, layout: LayoutPlan, engine: EnginePlan,
+           transfer: KvTransfer) -> tuple[PhasePlan, PhasePlan]:
+    """The prefill and decode phases of a disaggregated deployment; `transfer` is NIXL's buffer
+    device and its costs (planning/kv_transfer.py), the same in both pools."""
     decode_n = req.decode_replicas or layout.replicas
     prefill_n = req.prefill_replicas or max(1, math.ceil(decode_n / 2))
     seqs = engine.max_num_seqs
@@ -526,12 +535,15 @@ def phases(req: PlanRequest, layout: LayoutPlan, engine: EnginePlan) -> tuple[Ph
           "decode is memory-bound: it holds every running sequence's KV cache, so it gets the larger pool")
 
     def settings(max_num_seqs: int) -> EngineSettings:
-        return {**engine.settings, "max_num_seqs": max_num_seqs, "kv_transfer_config": KV_TRANSFER_CONFIG}
+        return {**engine.settings, "max_num_seqs": max_num_seqs,
+                "kv_transfer_config": kv_transfer_config(transfer.buffer_device)}
+    costs = {"kv_buffer_device": transfer.buffer_device, "host_kv_buffer_bytes": transfer.host_buffer_bytes,
+             "kv_transfer_seconds": transfer.seconds}
     prefill = PhasePlan(role="prefill", replicas=prefill_n, max_num_seqs=prefill_seqs,
                         max_num_batched_tokens=engine.max_num_batched_tokens, settings=settings(prefill_seqs),
-                        derivations=d.items)
+                        **costs, derivations=d.items + transfer.derivations)
     decode = PhasePlan(role="decode", replicas=decode_n, max_num_seqs=seqs,
-                       max_num_batched_tokens=engine.max_num_batched_tokens, settings=settings(seqs))
+                       max_num_batched_tokens=engine.max_num_batched_tokens, settings=settings(seqs), **costs)
     return prefill, decode
 
 

@@ -61,8 +61,10 @@ def decode_step(a: Architecture, hw: Hardware, tp: int, pp: int, weights_total: 
 
 
 def default_slos(a: Architecture, hw: Hardware, tp: int, pp: int, weights_total: int,
-                 max_model_len: int) -> SloPlan:
-    """The slo section of the Plan: default TTFT and TPOT p99 of the alert rules."""
+                 max_model_len: int, kv_transfer_seconds: float | None = None) -> SloPlan:
+    """The slo section of the Plan: default TTFT and TPOT p99 of the alert rules. A disaggregated
+    Plan passes `kv_transfer_seconds` (planning/kv_transfer.py): the first token waits for the
+    KV cache to reach the decode engine."""
     d = Derivations()
     if not hw.bf16_tflops or not hw.memory_bandwidth:
         why = f"no datasheet figures for {hw.gpu}: fixed defaults"
@@ -76,11 +78,16 @@ def default_slos(a: Architecture, hw: Hardware, tp: int, pp: int, weights_total:
     step = decode_step(a, hw, tp, pp, weights_total)
     assert step is not None  # memory_bandwidth checked above
     decode = step.seconds
-    ttft = round(max(TTFT_FLOOR, TTFT_HEADROOM * prefill), 2)
+    transfer = kv_transfer_seconds or 0.0
+    ttft = round(max(TTFT_FLOOR, TTFT_HEADROOM * (prefill + transfer)), 2)
+    work = (f"prefill of {prompt} tokens: 2 x {active / 1e9:.1f}B active params x {prompt} / (TP {tp} x "
+            f"{hw.bf16_tflops:g} TFLOPS x {PREFILL_MFU}) = {prefill:.3f} s")
+    if kv_transfer_seconds is not None:
+        # disaggregated: the first token also waits for the KV cache to reach the decode engine
+        work = f"({work} + KV transfer {transfer:.3f} s (kv_transfer_seconds))"
     tpot = round(max(TPOT_FLOOR, TPOT_HEADROOM * decode), 3)
     d.add("slo_ttft_p99_seconds", f"{ttft} s",
-          f"max({TTFT_FLOOR} s, {TTFT_HEADROOM:g} x prefill of {prompt} tokens: 2 x {active / 1e9:.1f}B active params "
-          f"x {prompt} / (TP {tp} x {hw.bf16_tflops:g} TFLOPS x {PREFILL_MFU}) = {prefill:.3f} s)", TTFT_SOURCE)
+          f"max({TTFT_FLOOR} s, {TTFT_HEADROOM:g} x {work})", TTFT_SOURCE)
     d.add("slo_tpot_p99_seconds", f"{tpot} s",
           f"max({TPOT_FLOOR} s, {TPOT_HEADROOM:g} x decode step: {step.formula}){step.pp_note}", TPOT_SOURCE)
     return SloPlan(slo_ttft_p99_seconds=ttft, slo_tpot_p99_seconds=tpot, derivations=d.items)

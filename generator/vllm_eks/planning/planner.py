@@ -11,6 +11,7 @@ from vllm_eks.catalog.instances import node_plan
 from vllm_eks.core.errors import InvalidOptionError
 from vllm_eks.memory.budget import memory_plan
 from vllm_eks.planning.decisions import Decisions, phases, serve_autoscaling
+from vllm_eks.planning.kv_transfer import plan_kv_transfer
 from vllm_eks.planning.latency import default_slos
 from vllm_eks.planning.model_source import load_source
 from vllm_eks.planning.pod_resources import size_pod
@@ -50,14 +51,16 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
         # the servers download the commit that was sized, not whatever main is when a pod starts
         # (vllm serve --revision; Ray Serve LLM passes engine_kwargs to the same EngineArgs field)
         engine.settings["revision"] = hub.sha
+    transfer = plan_kv_transfer(dec.hw, memory, tp) if topology == "disaggregated" else None
     load = load_source(req, topology)
     check_load_rates(req, load, b.weights_total)
     pod = size_pod(dec.hw, tp, tp, pp > 1 or topology == "disaggregated", b.weights_total, pp,
                    load=load,
                    reserve=(req.daemonset_reserve_cpu, req.daemonset_reserve_memory), cache=req.cache,
-                   cache_read=int(req.cache_read_mib_s * 1024**2) if req.cache_read_mib_s else None)
+                   cache_read=int(req.cache_read_mib_s * 1024**2) if req.cache_read_mib_s else None,
+                   host_kv_buffer=transfer.host_buffer_bytes if transfer else 0)
     serve = serve_autoscaling(req, layout, seqs) if topology == "ray-serve" else None
-    prefill, decode = phases(req, layout, engine) if topology == "disaggregated" else (None, None)
+    prefill, decode = phases(req, layout, engine, transfer) if transfer else (None, None)
     dec.check_engine_settings([engine.settings] + [p.settings for p in (prefill, decode) if p is not None], topology)
     pool = plan_pools(replicas=layout.replicas, serve_max=serve.max_replicas if serve else None,
                       serve_min=serve.min_replicas if serve else 1,
@@ -72,7 +75,8 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
             f"storage, and the {dec.hw.name} pool ({'--hardware-name' if req.hardware_name else '--instance'}) "
             f"has none ({_no_raid0_reason(dec.hw.local_nvme_gb)}): "
             "use --cache pvc or --cache emptydir")
-    slo = default_slos(dec.a, dec.hw, tp, pp, b.weights_total, max_len)
+    slo = default_slos(dec.a, dec.hw, tp, pp, b.weights_total, max_len,
+                       kv_transfer_seconds=transfer.seconds if transfer else None)
     staging = None
     if req.stage is None:
         given = [f for f, v in (("--stage-revision", req.stage_revision),

@@ -180,6 +180,10 @@ class PhasePlan(Section):
     max_num_seqs: int
     max_num_batched_tokens: int
     settings: EngineSettings = Field(description="vLLM EngineArgs of this phase (with its KV transfer)")
+    kv_buffer_device: Literal["cuda", "cpu"] = Field(description=(
+        "Where NIXL reads and writes the KV cache: GPU memory (GPUDirect RDMA) or a host-memory copy"))
+    host_kv_buffer_bytes: int = Field(description="Host memory of the KV cache copy in one engine pod (0 with cuda)")
+    kv_transfer_seconds: float = Field(description="One typical prompt's KV cache, prefill engine to decode engine")
 
 
 class MeasuredPlan(Section):
