@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 # tests/conftest.py puts the repository root on sys.path.
+from tests.cluster import chart_registry as chart_registry_module
+from tests.cluster.chart_registry import ChartRegistry
 from tests.cluster.controlplane import ControlPlane, bin_dir, missing_binaries, new_workdir, pinned_versions
 from tests.cluster.kube import Cluster
 from tests.cluster.nodes import NodeShape
@@ -72,6 +74,16 @@ def gpu_nodes(cluster: Cluster) -> Iterator:
 
     yield make
     cluster.delete_nodes(created)
+
+
+@pytest.fixture(scope="session")
+def chart_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChartRegistry]:
+    """A local OCI registry with every chart package pushed, as a release publishes them."""
+    registry = chart_registry_module.start(tmp_path_factory.mktemp("oci-registry") / "registry.log")
+    try:
+        yield registry
+    finally:
+        registry.stop()
 
 
 @pytest.fixture(scope="session")

@@ -7,13 +7,17 @@ says so in its output)."""
 from __future__ import annotations
 
 import json
+import tempfile
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from tests.harness.helm import HELM_VERSIONS
 from tests.harness.paths import ROOT, VALUES
+from tools import package_charts
 
 # Install order: the pools before the workloads that select them, monitors last.
 CHARTS = ("gpu-infra", "vllm-inference", "observability")
@@ -22,6 +26,20 @@ CHARTS = ("gpu-infra", "vllm-inference", "observability")
 def chart_dir(chart: str) -> Path | None:
     d = ROOT / "charts" / chart
     return d if (d / "Chart.yaml").is_file() else None
+
+
+@lru_cache(maxsize=1)
+def packages() -> dict[str, Path]:
+    """Every chart packaged once per test session by the step `make package` runs, so the tier
+    installs the .tgz a release pushes, not the folder (ci/ and .helmignore'd files left out)."""
+    out = Path(tempfile.mkdtemp(prefix="vllm-eks-charts-"))
+    return {chart.name: package_charts.package(HELM_VERSIONS["helm4"], chart, out)
+            for chart in package_charts.charts(ROOT)}
+
+
+def chart_package(chart: str) -> str:
+    """The packaged chart to `helm install`/`upgrade` (a .tgz path)."""
+    return str(packages()[chart])
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ def test_upgrade_and_autoscaled_replicas(cluster: Cluster, gpu_nodes, managed: b
     scenario = deployment_scenario()
     assert scenario, "no committed scenario renders a vllm-inference Deployment"
     ns = f"{scenario.namespace}-scale-{'ext' if managed else 'own'}"
-    chart = str(scenarios.chart_dir("vllm-inference"))
+    chart = scenarios.chart_package("vllm-inference")
     release = RELEASES["vllm-inference"]
     group = next(g for g in pod_groups(render_scenario_chart(scenario, "vllm-inference", ns)) if g.kind == "Deployment")
     shape = shape_for(group, scenario_shapes(scenario))

@@ -63,7 +63,7 @@ def test_unfittable_pods_stay_pending_with_reason(cluster: Cluster, gpu_nodes, c
     cluster.ensure_namespace(ns)
     release = RELEASES["vllm-inference"]
     try:
-        cluster.helm(HELM, ["install", release, str(scenarios.chart_dir("vllm-inference")), "--namespace", ns,
+        cluster.helm(HELM, ["install", release, scenarios.chart_package("vllm-inference"), "--namespace", ns,
                             "--values", str(scenario.values("vllm-inference"))])
         selector = f"app.kubernetes.io/instance={release}"
         pod = wait_for("an unschedulable model-server pod",

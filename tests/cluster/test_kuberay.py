@@ -292,7 +292,7 @@ def install(c: Cluster, scenario: scenarios.Scenario, ns: str) -> None:
     kstatus, which reads the RayService's Ready condition, and that needs a Serve application
     (never on kwok; test_rayservice_status_and_upgrade_paths shows the wait failing)."""
     for chart, wait in (("gpu-infra", ["--wait", "--timeout", WAIT]), ("vllm-inference", [])):
-        c.helm(HELM, ["install", RELEASES[chart], str(scenarios.chart_dir(chart)), "--namespace", ns,
+        c.helm(HELM, ["install", RELEASES[chart], scenarios.chart_package(chart), "--namespace", ns,
                       "--values", str(scenario.values(chart)), *wait])
     c.stats.scenarios_installed.add(scenario.name)
 
@@ -356,7 +356,7 @@ def test_operator_reconciles_rayservice(kuberay: Cluster, gpu_nodes, index: int)
         # then refuses any upgrade unless it forces the conflict (docs/topologies.md, "Upgrades
         # under Helm 4"; test_rayservice_status_and_upgrade_paths shows the refusal).
         assert "f:workerGroupSpecs" in operator_owned_spec(c, ns, rs_name), "KubeRay no longer co-owns the worker groups"
-        c.helm(HELM, ["upgrade", RELEASES["vllm-inference"], str(scenarios.chart_dir("vllm-inference")), *base,
+        c.helm(HELM, ["upgrade", RELEASES["vllm-inference"], scenarios.chart_package("vllm-inference"), *base,
                       "--values", str(scenario.values("vllm-inference")), "--set", "ray.image.tag=upgrade-check",
                       "--force-conflicts"])
         c.stats.upgrades += 1
@@ -418,7 +418,7 @@ def test_rayservice_status_and_upgrade_paths(kuberay: Cluster, gpu_nodes) -> Non
     ns = scenario.namespace + "-kuberay-status"
     site = provision(c, gpu_nodes, scenario, ns)
     rs_name = site.rayservice["metadata"]["name"]
-    upgrade = ["upgrade", RELEASES["vllm-inference"], str(scenarios.chart_dir("vllm-inference")), "--namespace", ns,
+    upgrade = ["upgrade", RELEASES["vllm-inference"], scenarios.chart_package("vllm-inference"), "--namespace", ns,
                "--values", str(scenario.values("vllm-inference"))]
     try:
         install(c, scenario, ns)

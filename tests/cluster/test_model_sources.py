@@ -76,7 +76,7 @@ def test_static_volume_bound_and_servers_scheduled(cluster: Cluster, gpu_nodes, 
     release = RELEASES["vllm-inference"]
     cluster.ensure_namespace(ns)
     try:
-        cluster.helm(HELM, ["install", release, str(scenarios.chart_dir("vllm-inference")), "--namespace", ns,
+        cluster.helm(HELM, ["install", release, scenarios.chart_package("vllm-inference"), "--namespace", ns,
                             "--values", str(scenario.values("vllm-inference")), "--wait", "--timeout", WAIT,
                             *SOURCES[source]])
         manifest = cluster.helm_manifest(HELM, release, ns)
@@ -114,10 +114,10 @@ def test_ray_head_and_workers_reference_the_bound_claim(kuberay: Cluster, gpu_no
     c.ensure_namespace(ns)
     base = ["--namespace", ns]
     try:
-        c.helm(HELM, ["install", RELEASES["gpu-infra"], str(scenarios.chart_dir("gpu-infra")), *base,
+        c.helm(HELM, ["install", RELEASES["gpu-infra"], scenarios.chart_package("gpu-infra"), *base,
                       "--values", str(scenario.values("gpu-infra")), "--wait", "--timeout", WAIT])
         # No --wait: the RayService's Ready condition needs a Serve application (never on kwok).
-        c.helm(HELM, ["install", RELEASES["vllm-inference"], str(scenarios.chart_dir("vllm-inference")), *base,
+        c.helm(HELM, ["install", RELEASES["vllm-inference"], scenarios.chart_package("vllm-inference"), *base,
                       "--values", str(scenario.values("vllm-inference")), *SOURCES["mountpointS3"]])
         manifest = c.helm_manifest(HELM, RELEASES["vllm-inference"], ns)
         _, claim = _bound(c, manifest, ns, "mountpointS3")

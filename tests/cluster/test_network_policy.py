@@ -27,7 +27,7 @@ def test_stored_policy_admits_the_alb_cidr_and_prometheus_to_the_live_servers(cl
     release = RELEASES["vllm-inference"]
     cluster.ensure_namespace(ns)
     try:
-        cluster.helm(HELM, ["install", release, str(scenarios.chart_dir("vllm-inference")), "--namespace", ns,
+        cluster.helm(HELM, ["install", release, scenarios.chart_package("vllm-inference"), "--namespace", ns,
                             "--values", str(scenario.values("vllm-inference")), "--wait", "--timeout", WAIT,
                             *ALB, "--set-json", 'networkPolicy.allowedNamespaces=["monitoring"]'])
         manifest = cluster.helm_manifest(HELM, release, ns)

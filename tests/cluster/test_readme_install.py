@@ -1,11 +1,18 @@
 """The README's "Install on a cluster" commands (the block marked install:commands), run as
-written against the tier's control plane, so the README cannot drift from what installs.
+written against the tier's control plane, so the README cannot drift from what installs: the
+chart packages `make package` builds, pulled from an OCI registry, and the CLI from its wheel.
 
 What differs from a user's shell, and why:
-- `my-values` becomes a folder under pytest's tmp_path (the only text substituted), so the run
-  writes nothing into the repository;
+- `export CHARTS=...` names a local OCI registry (tests/cluster/chart_registry.py) that holds the
+  packages, pushed by the release's own step; it serves plain HTTP on loopback, so each
+  `helm install "$CHARTS/..."` gets `--plain-http` (a real registry has TLS);
+- `pipx install vllm-eks==V` becomes the wheel of this checkout (`python -m build --wheel`)
+  installed into a fresh venv whose bin goes first on PATH, as pipx's does (nothing is on PyPI
+  before a release); the checkout's .venv/bin is taken off PATH so only that CLI answers;
+- `my-values` becomes a folder under pytest's tmp_path, so the run writes nothing into the
+  repository;
 - the shell's environment: KUBECONFIG points at the test cluster, Helm gets a private home, and
-  the tier's kubectl (.tools/cluster/bin) is on PATH; the block's own `export PATH=...` runs as is;
+  the tier's kubectl (.tools/cluster/bin) and the pinned Helm 4 (.tools/bin) are on PATH;
 - after the command that writes the values folder, the test creates the kwok GPU nodes Karpenter
   would launch for the folder's pool (the cloud's part, not a README command).
 Every command runs in one bash process, in order; the first failure fails the test with that
@@ -18,6 +25,7 @@ from __future__ import annotations
 import os
 import queue
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -42,7 +50,7 @@ from vllm_eks.check.charts_source import CHARTS_ENV
 
 pytestmark = pytest.mark.cluster
 
-FOLDER = "my-values"          # the README's values folder, the one substitution
+FOLDER = "my-values"          # the README's values folder
 COMMAND_TIMEOUT_S = 300
 
 
@@ -89,10 +97,35 @@ class Shell:
                 os.killpg(self.proc.pid, 9)
 
 
-def _without_setup_tools(path: str) -> list[str]:
-    """PATH entries minus .tools/bin (`make` puts it there): only the block's export may add it."""
-    tools = (ROOT / ".tools" / "bin").resolve()
-    return [p for p in path.split(os.pathsep) if p and Path(p).resolve() != tools]
+def _without_checkout_bins(path: str) -> list[str]:
+    """PATH entries minus the checkout's .venv/bin and .tools/bin (`make` puts them there)."""
+    own = {(ROOT / ".venv" / "bin").resolve(), (ROOT / ".tools" / "bin").resolve()}
+    return [p for p in path.split(os.pathsep) if p and Path(p).resolve() not in own]
+
+
+def _install_wheel(base: Path) -> Path:
+    """This checkout's wheel in a fresh venv (what `pipx install` gives); its bin folder."""
+    def run(cmd: list[str]) -> None:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-3000:]}"
+
+    run([sys.executable, "-m", "build", "--wheel", "--outdir", str(base / "dist"), str(ROOT)])
+    (wheel,) = (base / "dist").glob("vllm_eks-*.whl")
+    run([sys.executable, "-m", "venv", str(base / "venv")])
+    run([str(base / "venv" / "bin" / "pip"), "install", "--quiet", str(wheel)])
+    return base / "venv" / "bin"
+
+
+def _as_run_here(step: str, folder: Path, registry_url: str, cli_bin: Path) -> str:
+    """The README command with this test's substitutions (the module docstring says why)."""
+    words = argv(step)
+    if words[0] == "export" and words[1].startswith("CHARTS="):
+        return f"export CHARTS={registry_url}"
+    if words[:2] == ["pipx", "install"]:
+        return f'export PATH="{cli_bin}:$PATH"'
+    if words[:2] == ["helm", "install"] and words[3].startswith("$CHARTS/"):
+        step += " --plain-http"
+    return step.replace(FOLDER, str(folder))
 
 
 def _create_pool_nodes(folder: Path, namespace: str, gpu_nodes) -> list[str]:
@@ -107,7 +140,7 @@ def _create_pool_nodes(folder: Path, namespace: str, gpu_nodes) -> list[str]:
     return names
 
 
-def test_readme_install_commands_run_as_written(cluster: Cluster, gpu_nodes, tmp_path: Path) -> None:
+def test_readme_install_commands_run_as_written(cluster: Cluster, gpu_nodes, chart_registry, tmp_path: Path) -> None:
     block = blocks()["install:commands"]
     assert FOLDER in block, f"the install block no longer names {FOLDER}: update this test's substitution"
     steps = commands(block)
@@ -125,16 +158,18 @@ def test_readme_install_commands_run_as_written(cluster: Cluster, gpu_nodes, tmp
     env = dict(os.environ)
     env.update(KUBECONFIG=str(cluster.plane.kubeconfig), HELM_CONFIG_HOME=str(home / "config"),
                HELM_CACHE_HOME=str(home / "cache"), HELM_DATA_HOME=str(home / "data"),
-               PATH=os.pathsep.join([str(bin_dir()), *_without_setup_tools(env.get("PATH", ""))]))
+               PATH=os.pathsep.join([str(bin_dir()), str(ROOT / ".tools" / "bin"),
+                                     *_without_checkout_bins(env.get("PATH", ""))]))
     env.pop("VLLM_EKS_HELM", None)   # check-fit must find helm the way the README puts it on PATH
-    env.pop(CHARTS_ENV, None)        # ... and the charts the way the README names them
+    env.pop(CHARTS_ENV, None)        # ... and render the charts the wheel carries
+    cli_bin = _install_wheel(tmp_path / "cli")
     for ns in namespaces:
         cluster.delete_namespace(ns, wait=True)
     shell = Shell(env, ROOT)
     nodes: list[str] = []
     try:
         for step in steps:
-            rc, output = shell.run(step.replace(FOLDER, str(folder)))
+            rc, output = shell.run(_as_run_here(step, folder, chart_registry.url, cli_bin))
             assert rc == 0, f"README install command failed (exit {rc}): {step}\n{output}"
             print(f"$ {step}\n{output}", end="")
             if not nodes and (folder / "gpu-infra.yaml").is_file():
@@ -143,6 +178,7 @@ def test_readme_install_commands_run_as_written(cluster: Cluster, gpu_nodes, tmp
 
         for release, ns in installs.items():
             assert release in cluster.helm_releases("helm4", ns), (release, ns)
+        print(f"installed from {chart_registry.url}: " + "; ".join(chart_registry.pushed.values()))
         pods = ready_pods(cluster, namespace, f"app.kubernetes.io/instance={releases[1]}")
         assert pods and all(p.spec.node_name in nodes for p in pods), \
             [(p.metadata.name, p.spec.node_name) for p in pods]

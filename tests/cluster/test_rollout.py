@@ -34,7 +34,7 @@ def test_default_strategy_rolls_out_without_spare_node_and_surge_deadlocks(clust
     scenario = deployment_scenario()
     assert scenario, "no committed scenario renders a vllm-inference Deployment"
     ns = scenario.namespace + "-rollout"
-    chart = str(scenarios.chart_dir("vllm-inference"))
+    chart = scenarios.chart_package("vllm-inference")
     values = str(scenario.values("vllm-inference"))
     release = RELEASES["vllm-inference"]
     selector = f"app.kubernetes.io/instance={release}"

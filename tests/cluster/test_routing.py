@@ -71,7 +71,7 @@ def servers_on_gpu_nodes(suffix: str, gpu_nodes):
 def test_gateway_mode_picker_scheduled_and_pool_selects_the_servers(cluster: Cluster, gpu_nodes) -> None:
     scenario, ns, server, server_selector = servers_on_gpu_nodes("gw", gpu_nodes)
     release = RELEASES["vllm-inference"]
-    chart = str(scenarios.chart_dir("vllm-inference"))
+    chart = scenarios.chart_package("vllm-inference")
     values = str(scenario.values("vllm-inference"))
     (system_node,) = gpu_nodes(system_node_shape(), 1)
 
@@ -124,7 +124,7 @@ def test_alb_mode_ingress_stored_and_backend_selects_the_servers(cluster: Cluste
 
     cluster.ensure_namespace(ns)
     try:
-        cluster.helm(HELM, ["install", release, str(scenarios.chart_dir("vllm-inference")), "--namespace", ns,
+        cluster.helm(HELM, ["install", release, scenarios.chart_package("vllm-inference"), "--namespace", ns,
                             "--values", str(scenario.values("vllm-inference")), "--wait", "--timeout", WAIT, *ALB])
         manifest = cluster.helm_manifest(HELM, release, ns)
         missing = [f"{o['kind']}/{o['metadata']['name']}" for o in manifest if not cluster.exists(o, ns)]

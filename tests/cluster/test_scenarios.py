@@ -42,7 +42,7 @@ def helm_for(index: int) -> str:
 
 def install(cluster: Cluster, helm: str, scenario: scenarios.Scenario, chart: str,
             extra: list[str] | None = None, wait: bool = True) -> None:
-    args = ["install", RELEASES[chart], str(scenarios.chart_dir(chart)), "--namespace", scenario.namespace,
+    args = ["install", RELEASES[chart], scenarios.chart_package(chart), "--namespace", scenario.namespace,
             "--values", str(scenario.values(chart))]
     if wait:
         args += ["--wait", "--timeout", WAIT]
@@ -135,7 +135,7 @@ def test_scenario_lifecycle(cluster: Cluster, gpu_nodes, index: int) -> None:
 
         # 5. Upgrade with a changed engine argument; the default strategy rolls out on the same nodes.
         change, marker = engine_change(scenario.values("vllm-inference"))
-        cluster.helm(helm, ["upgrade", RELEASES["vllm-inference"], str(scenarios.chart_dir("vllm-inference")),
+        cluster.helm(helm, ["upgrade", RELEASES["vllm-inference"], scenarios.chart_package("vllm-inference"),
                             "--namespace", ns, "--values", str(scenario.values("vllm-inference")),
                             *change, "--wait", "--timeout", WAIT])
         cluster.stats.upgrades += 1

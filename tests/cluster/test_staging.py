@@ -53,7 +53,7 @@ def test_staging_job_scheduled_and_servers_wait_for_it(cluster: Cluster, gpu_nod
     if target == "pvc":
         cluster.create(static_volume(pv_name))
     try:
-        cluster.helm(HELM, ["install", release, str(scenarios.chart_dir("vllm-inference")), "--namespace", ns,
+        cluster.helm(HELM, ["install", release, scenarios.chart_package("vllm-inference"), "--namespace", ns,
                             "--values", str(scenario.values("vllm-inference")), "--set", "staging.enabled=true",
                             "--set", f"staging.repo={REPO}", "--set", "staging.tokenSecret.name=hf-token",
                             *TARGETS[target]])

@@ -42,7 +42,7 @@ def test_install_section_has_its_three_blocks():
 def test_install_order_namespace_and_release_match_the_generated_values():
     options = ValuesOptions()
     installs = [a for a in _install_argvs() if a[:2] == ["helm", "install"]]
-    assert [a[3] for a in installs] == ["charts/gpu-infra", "charts/vllm-inference", "charts/observability"]
+    assert [a[3] for a in installs] == ["$CHARTS/gpu-infra", "$CHARTS/vllm-inference", "$CHARTS/observability"]
     # the model server and its monitors where the values say; gpu-infra in a privileged namespace
     # of its own (its DaemonSets need host access, which restricted refuses)
     for a in installs[1:]:
@@ -55,7 +55,7 @@ def test_install_order_namespace_and_release_match_the_generated_values():
     assert ["kubectl", "label", "namespace", infra, "pod-security.kubernetes.io/enforce=privileged"] in _install_argvs()
     assert ["kubectl", "label", "namespace", options.namespace,
             "pod-security.kubernetes.io/enforce=restricted"] in _install_argvs()
-    values = next(a for a in _install_argvs() if a[1:2] == ["values"] and a[0].endswith("vllm-eks"))
+    values = next(a for a in _install_argvs() if a[1:2] == ["values"] and a[0] == "vllm-eks")
     check = next(a for a in _install_argvs() if a[1:2] == ["check-fit"])
     assert check[2] == values[values.index("--out") + 1]
     assert _install_argvs().index(check) < _install_argvs().index(installs[0])
@@ -70,11 +70,17 @@ def test_make_render_uses_the_readme_namespace_and_release():
     assert "--namespace $(NAMESPACE) --release $(RELEASE)" in render
 
 
-def test_readme_puts_the_setup_helm_on_path():
-    first = commands(blocks()["install:commands"])[0]
-    assert argv(first) == ["export", "PATH=$PWD/.tools/bin:$PATH"]
-    tools = (ROOT / "mk" / "tools.mk").read_text()
-    assert "@ln -sfn helm4 $(TOOLS)/bin/helm" in tools
+def test_readme_installs_the_released_packages_at_their_versions():
+    """The block starts from the registry and the CLI a release publishes, at the versions of this
+    checkout (what `make package` and `make dist` build), so the README moves with each bump."""
+    argvs = _install_argvs()
+    assert argvs[0][0] == "export" and argvs[0][1].startswith("CHARTS=oci://"), argvs[0]
+    project = re.search(r'^version = "([^"]+)"$', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+    assert argvs[1] == ["pipx", "install", f"vllm-eks=={project}"]
+    for a in (a for a in argvs if a[:2] == ["helm", "install"]):
+        chart = a[3].removeprefix("$CHARTS/")
+        version = yaml.safe_load((CHARTS / chart / "Chart.yaml").read_text())["version"]
+        assert a[a.index("--version") + 1] == version, (chart, version)
 
 
 def test_gated_model_secret_is_the_one_the_values_name():

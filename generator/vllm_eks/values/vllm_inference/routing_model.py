@@ -157,7 +157,7 @@ GatewayProvider = Literal["none", "istio"]
 
 class Gateway(ValuesModel):
     provider: GatewayProvider = Field("none", description=(
-        "The Gateway's implementation. istio: a DestinationRule (networking.istio.io/v1) for the picker's "
+        "The Gateway's implementation. istio: a DestinationRule (networking.istio.io/v1beta1) for the picker's "
         "Service with TLS SIMPLE and insecureSkipVerify, since the picker serves ext-proc with a self-signed "
         "certificate; without it Istio calls the picker in plain text, the call fails and FailOpen silently "
         "falls back to plain balancing. none: no provider objects"))
