@@ -152,7 +152,8 @@ def check_selection(c: Cluster, ns: str, pods: list[client.V1Pod]) -> None:
         got = [(a, port.port) for s in slices for e in s.endpoints or [] for a in e.addresses
                for port in s.ports or []]
         return got or None
-    assert wait_for(f"EndpointSlice of {svc.metadata.name}", slice_endpoints, timeout=30) == [(leader.status.pod_ip, http)]
+    endpoints = wait_for(f"EndpointSlice of {svc.metadata.name}", slice_endpoints, timeout=30)
+    assert endpoints == [(leader.status.pod_ip, http)], endpoints
     (pool,) = c.custom.list_namespaced_custom_object("inference.networking.k8s.io", "v1", ns, "inferencepools")["items"]
     assert selected(pool["spec"]["selector"]["matchLabels"]) == {leader.metadata.name}, pool["spec"]["selector"]
     assert [t["number"] for t in pool["spec"]["targetPorts"]] == [http]
@@ -207,7 +208,8 @@ def test_controller_runs_the_group(lws: Cluster, gpu_nodes, index: int) -> None:
         with pytest.raises(HelmError) as err:
             c.helm(HELM, ["upgrade", release, chart, "--namespace", ns, *values,
                           "--set-json", f"multiNode.groupSize={size + 1}"])
-        assert "multiNode.groupSize" in err.value.stderr and "pipelineParallelSize" in err.value.stderr, err.value.stderr
+        refusal = err.value.stderr
+        assert "multiNode.groupSize" in refusal and "pipelineParallelSize" in refusal, refusal
 
         # 4. Size and pipeline-parallel size together: a new revision, rolled out with maxSurge 0
         # by tearing the group down and creating one of the new size.

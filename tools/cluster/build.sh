@@ -161,9 +161,9 @@ for name in "${names[@]}"; do
         "-s -w -X github.com/kedacore/keda/v2/version.Version=${KEDA_VERSION#v}" "$CONTROLLER_GCFLAGS" ;;
     lws-controller)
       # Upstream's Makefile stamps pkg/version (printed by --version and in the start-up log).
-      [[ -n "${kdir_lws:-}" ]] || { kdir_lws="$(lws_dir)"; lws_commit="$(lws_commit)"; }
+      [[ -n "${kdir_lws:-}" ]] || { kdir_lws="$(lws_dir)"; commit_lws="$(lws_commit)"; }
       GOFLAGS=-mod=readonly build_one lws-controller "$kdir_lws" ./cmd "$LWS_VERSION" \
-        "-s -w -X sigs.k8s.io/lws/pkg/version.GitVersion=$LWS_VERSION -X sigs.k8s.io/lws/pkg/version.GitCommit=$lws_commit -X sigs.k8s.io/lws/pkg/version.BuildDate=$build_date" \
+        "-s -w -X sigs.k8s.io/lws/pkg/version.GitVersion=$LWS_VERSION -X sigs.k8s.io/lws/pkg/version.GitCommit=$commit_lws -X sigs.k8s.io/lws/pkg/version.BuildDate=$build_date" \
         "$CONTROLLER_GCFLAGS" ;;
     ray-operator)
       # The operator's version is a constant (controllers/ray/utils KUBERAY_VERSION), nothing to
