@@ -13,7 +13,7 @@ TEST_TIERS += cluster
 TEST_ARGS_cluster := -m cluster tests/cluster
 
 .PHONY: cluster-tools test-cluster
-cluster-tools: ## build (or check) the pinned Kubernetes control plane, kwok and KubeRay operator binaries
+cluster-tools: ## build (or check) the pinned Kubernetes control plane, kwok, KEDA, KubeRay operator and LeaderWorkerSet controller binaries
 	@CLUSTER_BIN=$(CLUSTER_BIN) tools/cluster/build.sh
 
 test-cluster: setup cluster-tools ## only the cluster tier: charts installed on a local control plane with kwok nodes

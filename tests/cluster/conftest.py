@@ -122,3 +122,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # no
             f"KubeRay operator {v['KUBERAY_VERSION']} (started in {t.get('kuberay_s', 0):.1f}s): RayServices reconciled: "
             f"{s.rayservices_reconciled}; RayClusters created: {s.rayclusters_created}; Ray pods Ready on kwok nodes: "
             f"{s.ray_pods_ready}; upgrades whose second RayCluster the pool limit admitted: {s.ray_upgrades_admitted}")
+    if s.lws_groups:
+        tr.write_line(
+            f"LeaderWorkerSet controller {v['LWS_VERSION']} (started with its webhooks in {t.get('lws_s', 0):.1f}s): "
+            f"groups created: {s.lws_groups}; leader and worker pods created and Ready on kwok nodes: "
+            f"{s.lws_pods_created}; groups recreated after a worker was deleted: {s.lws_recreates}; "
+            f"size changes rolled out by helm upgrade: {s.lws_resizes}")

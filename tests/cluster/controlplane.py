@@ -1,6 +1,7 @@
 """A throw-away Kubernetes control plane on loopback: etcd, kube-apiserver,
 kube-controller-manager, kube-scheduler and the kwok controller, each a child process, plus
-optional components a test module starts and stops itself (the KubeRay operator).
+optional components a test module starts and stops itself (the KubeRay operator, the
+LeaderWorkerSet controller).
 
 The binaries come from `make cluster-tools` (tools/cluster/build.sh). Flags follow what
 controller-runtime's envtest and kwokctl's binary runtime pass (tests/cluster/README.md cites them).
@@ -28,6 +29,7 @@ from tests.harness.paths import ROOT
 
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubectl")
 KUBERAY_OPERATOR = "ray-operator"
+LWS_CONTROLLER = "lws-controller"
 _TOKEN_USER = "vllm-eks-admin"
 
 
@@ -87,6 +89,27 @@ def missing_kuberay() -> list[str]:
     if not version.is_file() or version.read_text().strip() != pinned_versions()["KUBERAY_VERSION"]:
         missing.append(f"kuberay-crds {pinned_versions()['KUBERAY_VERSION']}")
     return missing
+
+
+def lws_dir() -> Path:
+    """The LWS controller's own CRDs and webhook manifests (build.sh copies them from the module)."""
+    return bin_dir().parent / "lws"
+
+
+def missing_lws() -> list[str]:
+    missing = [] if os.access(bin_dir() / LWS_CONTROLLER, os.X_OK) else [LWS_CONTROLLER]
+    version = lws_dir() / "VERSION"
+    if not version.is_file() or version.read_text().strip() != pinned_versions()["LWS_VERSION"]:
+        missing.append(f"lws CRDs and webhook manifests {pinned_versions()['LWS_VERSION']}")
+    return missing
+
+
+@dataclass(frozen=True)
+class WebhookServer:
+    """Where a controller's admission webhooks listen, and the CA that signed their certificate
+    (the caBundle of the webhook configurations that point at them)."""
+    url: str
+    ca_file: Path
 
 
 def _free_port() -> int:
@@ -340,6 +363,49 @@ class ControlPlane:
         ])
         self._wait(KUBERAY_OPERATOR, lambda: self._get(f"http://127.0.0.1:{probe}/readyz")[0] == 200, 60)
         return time.monotonic() - t0
+
+    def start_lws_controller(self) -> tuple[WebhookServer, float]:
+        """The LeaderWorkerSet controller with its webhooks on a loopback port. Its internal cert
+        rotation is off: it would write a Secret and the caBundle for a webhook Service, and no
+        kube-proxy routes a Service here. The test CA signs the serving certificate (SAN
+        127.0.0.1) and the webhook configurations call the URL directly, as envtest does.
+        Returns the webhook server and the start time (until /readyz answers and the pod
+        webhook's path is served)."""
+        t0 = time.monotonic()
+        certs = self.workdir / "lws-webhook"
+        # controller-runtime's webhook server reads tls.crt / tls.key from its certDir.
+        issue_cert(certs, "tls", "lws-webhook", "IP:127.0.0.1", ca="lws-ca")
+        webhook = self.ports["lws-webhook"] = _free_port()
+        probe = self.ports["lws-probe"] = _free_port()
+        config = self.workdir / "lws-config.yaml"
+        # api/config/v1alpha1 of the pinned module: leader election off, metrics off ("0").
+        config.write_text(yaml.safe_dump({
+            "apiVersion": "config.lws.x-k8s.io/v1alpha1", "kind": "Configuration",
+            "leaderElection": {"leaderElect": False},
+            "internalCertManagement": {"enable": False},
+            "webhook": {"host": "127.0.0.1", "port": webhook, "certDir": str(certs)},
+            "metrics": {"bindAddress": "0"},
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{probe}"},
+        }))
+        self._spawn(LWS_CONTROLLER, [f"--kubeconfig={self.kubeconfig}", f"--config={config}"])
+        server = WebhookServer(f"https://127.0.0.1:{webhook}", certs / "lws-ca.crt")
+        self._wait(LWS_CONTROLLER, lambda: self._get(f"http://127.0.0.1:{probe}/readyz")[0] == 200, 60)
+        # The webhooks are registered once the controllers are set up (cmd/main.go
+        # setupControllers); before that the path answers 404.
+        self._wait(LWS_CONTROLLER, lambda: self._webhook_status(server, "/mutate--v1-pod") not in (None, 404), 60)
+        return server, time.monotonic() - t0
+
+    @staticmethod
+    def _webhook_status(server: WebhookServer, path: str) -> int | None:
+        ctx = ssl.create_default_context(cafile=str(server.ca_file))
+        req = urllib.request.Request(server.url + path, data=b"{}", headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=5) as resp:
+                return resp.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+        except OSError:
+            return None
 
     def stop_component(self, name: str) -> None:
         """Stop one component's process group: SIGTERM, then SIGKILL after 10 s."""

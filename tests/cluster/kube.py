@@ -73,6 +73,10 @@ class Stats:
     helm_versions: set[str] = field(default_factory=set)
     keda_hpas: int = 0
     keda_rescales: int = 0
+    lws_groups: int = 0
+    lws_pods_created: int = 0
+    lws_recreates: int = 0
+    lws_resizes: int = 0
     timings: dict[str, float] = field(default_factory=dict)
 
 

@@ -102,8 +102,8 @@ def test_scenario_lifecycle(cluster: Cluster, gpu_nodes, index: int) -> None:
         cluster.stats.scenarios_installed.add(scenario.name)
 
         # 3. Model-server pods: Ready, each on a node of the pool its group selects. Groups an
-        # operator would create (LeaderWorkerSet, RayService) are stored only: the operators do not
-        # run here (tests/cluster/README.md).
+        # operator would create (LeaderWorkerSet, RayService) are stored only: the operators run
+        # only in their own modules (test_lws.py, test_kuberay.py; tests/cluster/README.md).
         selector = f"app.kubernetes.io/instance={RELEASES['vllm-inference']}"
         running = [g for g in groups if not g.controller]
         expected = sum(g.pods for g in running)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build the cluster tier's binaries from their Go modules into $CLUSTER_BIN (default
 # .tools/cluster/bin): kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd,
-# kwok (kwokctl on request), KEDA's operator and metrics adapter, the KubeRay operator (ray-operator) and,
-# when its module version is reachable, the LeaderWorkerSet controller.
+# kwok (kwokctl on request), KEDA's operator and metrics adapter, the KubeRay operator (ray-operator) and
+# the LeaderWorkerSet controller (lws-controller).
 #
 # Each binary is reused when a stamp file records the same version and build inputs; a binary
 # already on PATH is linked instead of built when its `--version` reports the pinned version.
@@ -117,7 +117,7 @@ build_one() {
 # kwokctl is not built by default: the tier runs its own control plane and only takes kwokctl's
 # Stages from the module (below); `build.sh kwokctl` still builds it.
 want_all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok keda-operator keda-adapter
-          ray-operator)
+          ray-operator lws-controller)
 
 # KEDA is built in its own module's source tree (the proxy's zip, unpacked in GOMODCACHE), with
 # its own go.mod/go.sum and -mod=readonly: its replace block (k8s.io/* v0.35.x, controller-runtime,
@@ -128,6 +128,12 @@ keda_dir() {
   GOFLAGS=-mod=mod go mod download -json "github.com/kedacore/keda/v2@$KEDA_VERSION" |
     sed -n 's/.*"Dir": "\(.*\)".*/\1/p'
 }
+
+# The LeaderWorkerSet controller is built the same way, in sigs.k8s.io/lws's own tree: its go.mod
+# has no replace block, but a consumer module would only repeat its requirements.
+lws_download() { GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/lws@$LWS_VERSION"; }
+lws_dir() { lws_download | sed -n 's/.*"Dir": "\(.*\)".*/\1/p'; }
+lws_commit() { lws_download | sed -n 's/.*"Hash": "\([0-9a-f]\{40\}\)".*/\1/p' | head -1; }
 
 names=("$@")
 [[ ${#names[@]} -gt 0 ]] || names=("${want_all[@]}")
@@ -153,15 +159,19 @@ for name in "${names[@]}"; do
       [[ -n "${kdir_keda:-}" ]] || kdir_keda="$(keda_dir)"
       GOFLAGS=-mod=readonly build_one "$name" "$kdir_keda" "./cmd/${name#keda-}" "$KEDA_VERSION" \
         "-s -w -X github.com/kedacore/keda/v2/version.Version=${KEDA_VERSION#v}" "$CONTROLLER_GCFLAGS" ;;
-    lws)
-      build_one lws lws sigs.k8s.io/lws/cmd "$LWS_VERSION" "-s -w" ;;
+    lws-controller)
+      # Upstream's Makefile stamps pkg/version (printed by --version and in the start-up log).
+      [[ -n "${kdir_lws:-}" ]] || { kdir_lws="$(lws_dir)"; commit_lws="$(lws_commit)"; }
+      GOFLAGS=-mod=readonly build_one lws-controller "$kdir_lws" ./cmd "$LWS_VERSION" \
+        "-s -w -X sigs.k8s.io/lws/pkg/version.GitVersion=$LWS_VERSION -X sigs.k8s.io/lws/pkg/version.GitCommit=$commit_lws -X sigs.k8s.io/lws/pkg/version.BuildDate=$build_date" \
+        "$CONTROLLER_GCFLAGS" ;;
     ray-operator)
       # The operator's version is a constant (controllers/ray/utils KUBERAY_VERSION), nothing to
       # inject. Its main package is the module root.
       build_one ray-operator kuberay github.com/ray-project/kuberay/ray-operator "$KUBERAY_VERSION" "-s -w" \
         "$CONTROLLER_GCFLAGS"
       want_kuberay_crds=1 ;;
-    *) echo "unknown binary '$name'; known: ${want_all[*]} kwokctl lws" >&2; exit 2 ;;
+    *) echo "unknown binary '$name'; known: ${want_all[*]} kwokctl" >&2; exit 2 ;;
   esac
 done
 
@@ -209,6 +219,23 @@ if [[ -n "$want_kuberay_crds" && "$(cat "$crds/VERSION" 2>/dev/null)" != "$KUBER
   echo "$KUBERAY_VERSION" > "$crds.tmp/VERSION"
   rm -rf "$crds" && mv "$crds.tmp" "$crds"
   summary+=("kuberay CRDs $KUBERAY_VERSION: $crds")
+fi
+
+# The controller's own CRDs (LeaderWorkerSet and DisaggregatedSet, both of which it watches) and
+# its webhook manifests (config/webhook/manifests.yaml: paths and rules) from the pinned module
+# into .tools/cluster/lws/, for the controller test alone; the render tier and the other tests keep
+# the pinned LeaderWorkerSet CRD in $VLLM_EKS_CRD_DIR.
+if [[ -n "${kdir_lws:-}" ]]; then
+  lws_files="$out/../lws"
+  if [[ "$(cat "$lws_files/VERSION" 2>/dev/null)" != "$LWS_VERSION" ]]; then
+    rm -rf "$lws_files.tmp" && mkdir -p "$lws_files.tmp/crds"
+    cp "$kdir_lws"/config/crd/bases/*.yaml "$lws_files.tmp/crds/"
+    cp "$kdir_lws"/config/webhook/manifests.yaml "$lws_files.tmp/webhook-manifests.yaml"
+    chmod -R u+w "$lws_files.tmp"
+    echo "$LWS_VERSION" > "$lws_files.tmp/VERSION"
+    rm -rf "$lws_files" && mv "$lws_files.tmp" "$lws_files"
+    summary+=("lws CRDs and webhook manifests $LWS_VERSION: $lws_files")
+  fi
 fi
 
 echo "cluster tools in $out (total $((SECONDS - total0))s):"
