@@ -166,7 +166,7 @@ def test_controller_runs_the_group(lws: Cluster, gpu_nodes, index: int) -> None:
     c = lws
     scenario = SCENARIOS[index]
     ns = f"{scenario.namespace}-lws"[:63]
-    chart = str(scenarios.chart_dir("vllm-inference"))
+    chart = scenarios.chart_package("vllm-inference")
     values = ["--values", str(scenario.values("vllm-inference")), *GATEWAY]
     release = RELEASES["vllm-inference"]
     (lws_obj,) = [o for o in render_scenario_chart(scenario, "vllm-inference", ns) if o["kind"] == "LeaderWorkerSet"]
