@@ -28,6 +28,7 @@ from tests.harness.paths import ROOT
 
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubectl")
 KUBERAY_OPERATOR = "ray-operator"
+PROMETHEUS_OPERATOR = "prometheus-operator"
 _TOKEN_USER = "vllm-eks-admin"
 
 
@@ -86,6 +87,20 @@ def missing_kuberay() -> list[str]:
     version = kuberay_crd_dir() / "VERSION"
     if not version.is_file() or version.read_text().strip() != pinned_versions()["KUBERAY_VERSION"]:
         missing.append(f"kuberay-crds {pinned_versions()['KUBERAY_VERSION']}")
+    return missing
+
+
+def prometheus_operator_crd_dir() -> Path:
+    """The Prometheus Operator's own CRDs (build.sh copies them from the pinned module)."""
+    return bin_dir().parent / "prometheus-operator-crds"
+
+
+def missing_prometheus_operator() -> list[str]:
+    missing = [] if os.access(bin_dir() / PROMETHEUS_OPERATOR, os.X_OK) else [PROMETHEUS_OPERATOR]
+    version = prometheus_operator_crd_dir() / "VERSION"
+    pinned = pinned_versions()["PROMETHEUS_OPERATOR_VERSION"]
+    if not version.is_file() or version.read_text().strip() != pinned:
+        missing.append(f"prometheus-operator-crds {pinned}")
     return missing
 
 
@@ -339,6 +354,20 @@ class ControlPlane:
             "--log-stdout-encoder=console",
         ])
         self._wait(KUBERAY_OPERATOR, lambda: self._get(f"http://127.0.0.1:{probe}/readyz")[0] == 200, 60)
+        return time.monotonic() - t0
+
+    def start_prometheus_operator(self) -> float:
+        """The Prometheus Operator on the admin kubeconfig (KUBECONFIG: the operator reads it from
+        the environment, pkg/k8s/k8s.go), its web server on a free loopback port without TLS;
+        returns its start time in seconds (until /metrics answers)."""
+        t0 = time.monotonic()
+        port = self.ports[PROMETHEUS_OPERATOR] = _free_port()
+        self._spawn(PROMETHEUS_OPERATOR, [
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--web.enable-tls=false",
+            "--log-format=logfmt",
+        ], env={"KUBECONFIG": str(self.kubeconfig)})
+        self._wait(PROMETHEUS_OPERATOR, lambda: self._get(f"http://127.0.0.1:{port}/metrics")[0] == 200, 60)
         return time.monotonic() - t0
 
     def stop_component(self, name: str) -> None:

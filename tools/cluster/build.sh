@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the cluster tier's binaries from their Go modules into $CLUSTER_BIN (default
 # .tools/cluster/bin): kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd,
-# kwok (kwokctl on request), KEDA's operator and metrics adapter, the KubeRay operator (ray-operator) and,
+# kwok (kwokctl on request), KEDA's operator and metrics adapter, the KubeRay operator (ray-operator),
+# the Prometheus Operator and,
 # when its module version is reachable, the LeaderWorkerSet controller.
 #
 # Each binary is reused when a stamp file records the same version and build inputs; a binary
@@ -117,7 +118,7 @@ build_one() {
 # kwokctl is not built by default: the tier runs its own control plane and only takes kwokctl's
 # Stages from the module (below); `build.sh kwokctl` still builds it.
 want_all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok keda-operator keda-adapter
-          ray-operator)
+          ray-operator prometheus-operator)
 
 # KEDA is built in its own module's source tree (the proxy's zip, unpacked in GOMODCACHE), with
 # its own go.mod/go.sum and -mod=readonly: its replace block (k8s.io/* v0.35.x, controller-runtime,
@@ -126,6 +127,14 @@ want_all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwo
 # repeat that block by hand.
 keda_dir() {
   GOFLAGS=-mod=mod go mod download -json "github.com/kedacore/keda/v2@$KEDA_VERSION" |
+    sed -n 's/.*"Dir": "\(.*\)".*/\1/p'
+}
+
+# The Prometheus Operator builds from tools/cluster/prometheus-operator (its own tree's replace
+# directives point at directories its module zip leaves out); its CRDs come from the module tree.
+prometheus_operator_dir() {
+  GOFLAGS=-mod=mod go mod download -json \
+    "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" |
     sed -n 's/.*"Dir": "\(.*\)".*/\1/p'
 }
 
@@ -153,6 +162,11 @@ for name in "${names[@]}"; do
       [[ -n "${kdir_keda:-}" ]] || kdir_keda="$(keda_dir)"
       GOFLAGS=-mod=readonly build_one "$name" "$kdir_keda" "./cmd/${name#keda-}" "$KEDA_VERSION" \
         "-s -w -X github.com/kedacore/keda/v2/version.Version=${KEDA_VERSION#v}" "$CONTROLLER_GCFLAGS" ;;
+    prometheus-operator)
+      # Upstream's Makefile sets prometheus/common's version.Version (the operator logs it).
+      [[ -n "${pdir_promop:-}" ]] || pdir_promop="$(prometheus_operator_dir)"
+      build_one prometheus-operator prometheus-operator github.com/prometheus-operator/prometheus-operator/cmd/operator "$PROMETHEUS_OPERATOR_VERSION" \
+        "-s -w -X github.com/prometheus/common/version.Version=${PROMETHEUS_OPERATOR_VERSION#v}" "$CONTROLLER_GCFLAGS" ;;
     lws)
       build_one lws lws sigs.k8s.io/lws/cmd "$LWS_VERSION" "-s -w" ;;
     ray-operator)
@@ -209,6 +223,19 @@ if [[ -n "$want_kuberay_crds" && "$(cat "$crds/VERSION" 2>/dev/null)" != "$KUBER
   echo "$KUBERAY_VERSION" > "$crds.tmp/VERSION"
   rm -rf "$crds" && mv "$crds.tmp" "$crds"
   summary+=("kuberay CRDs $KUBERAY_VERSION: $crds")
+fi
+
+# The operator's own CRDs: the pinned monitors and rules plus the Prometheus kind (and the others
+# it watches), all from the same module version.
+if [[ -n "${pdir_promop:-}" ]]; then
+  pcrds="$out/../prometheus-operator-crds"
+  if [[ "$(cat "$pcrds/VERSION" 2>/dev/null)" != "$PROMETHEUS_OPERATOR_VERSION" ]]; then
+    rm -rf "$pcrds" && mkdir -p "$pcrds"
+    cp "$pdir_promop"/example/prometheus-operator-crd/monitoring.coreos.com_*.yaml "$pcrds/"
+    chmod u+w "$pcrds"/*.yaml
+    echo "$PROMETHEUS_OPERATOR_VERSION" > "$pcrds/VERSION"
+    summary+=("prometheus-operator CRDs: $pcrds")
+  fi
 fi
 
 echo "cluster tools in $out (total $((SECONDS - total0))s):"
