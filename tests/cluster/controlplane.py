@@ -30,6 +30,7 @@ from tests.harness.paths import ROOT
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubectl")
 KUBERAY_OPERATOR = "ray-operator"
 LWS_CONTROLLER = "lws-controller"
+PROMETHEUS_OPERATOR = "prometheus-operator"
 _TOKEN_USER = "vllm-eks-admin"
 
 
@@ -110,6 +111,20 @@ class WebhookServer:
     (the caBundle of the webhook configurations that point at them)."""
     url: str
     ca_file: Path
+
+
+def prometheus_operator_crd_dir() -> Path:
+    """The Prometheus Operator's own CRDs (build.sh copies them from the pinned module)."""
+    return bin_dir().parent / "prometheus-operator-crds"
+
+
+def missing_prometheus_operator() -> list[str]:
+    missing = [] if os.access(bin_dir() / PROMETHEUS_OPERATOR, os.X_OK) else [PROMETHEUS_OPERATOR]
+    version = prometheus_operator_crd_dir() / "VERSION"
+    pinned = pinned_versions()["PROMETHEUS_OPERATOR_VERSION"]
+    if not version.is_file() or version.read_text().strip() != pinned:
+        missing.append(f"prometheus-operator-crds {pinned}")
+    return missing
 
 
 def _free_port() -> int:
@@ -406,6 +421,19 @@ class ControlPlane:
             return exc.code
         except OSError:
             return None
+    def start_prometheus_operator(self) -> float:
+        """The Prometheus Operator on the admin kubeconfig (KUBECONFIG: the operator reads it from
+        the environment, pkg/k8s/k8s.go), its web server on a free loopback port without TLS;
+        returns its start time in seconds (until /metrics answers)."""
+        t0 = time.monotonic()
+        port = self.ports[PROMETHEUS_OPERATOR] = _free_port()
+        self._spawn(PROMETHEUS_OPERATOR, [
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--web.enable-tls=false",
+            "--log-format=logfmt",
+        ], env={"KUBECONFIG": str(self.kubeconfig)})
+        self._wait(PROMETHEUS_OPERATOR, lambda: self._get(f"http://127.0.0.1:{port}/metrics")[0] == 200, 60)
+        return time.monotonic() - t0
 
     def stop_component(self, name: str) -> None:
         """Stop one component's process group: SIGTERM, then SIGKILL after 10 s."""

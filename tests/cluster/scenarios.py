@@ -6,7 +6,9 @@ says so in its output)."""
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
@@ -33,6 +35,7 @@ def packages() -> dict[str, Path]:
     """Every chart packaged once per test session by the step `make package` runs, so the tier
     installs the .tgz a release pushes, not the folder (ci/ and .helmignore'd files left out)."""
     out = Path(tempfile.mkdtemp(prefix="vllm-eks-charts-"))
+    atexit.register(shutil.rmtree, out, True)
     return {chart.name: package_charts.package(HELM_VERSIONS["helm4"], chart, out)
             for chart in package_charts.charts(ROOT)}
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build the cluster tier's binaries from their Go modules into $CLUSTER_BIN (default
 # .tools/cluster/bin): kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd,
-# kwok (kwokctl on request), KEDA's operator and metrics adapter, the KubeRay operator (ray-operator) and
-# the LeaderWorkerSet controller (lws-controller).
+# kwok (kwokctl on request), KEDA's operator and metrics adapter, the KubeRay operator (ray-operator),
+# the LeaderWorkerSet controller (lws-controller) and the Prometheus Operator.
 #
 # Each binary is reused when a stamp file records the same version and build inputs; a binary
 # already on PATH is linked instead of built when its `--version` reports the pinned version.
@@ -117,7 +117,7 @@ build_one() {
 # kwokctl is not built by default: the tier runs its own control plane and only takes kwokctl's
 # Stages from the module (below); `build.sh kwokctl` still builds it.
 want_all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok keda-operator keda-adapter
-          ray-operator lws-controller)
+          ray-operator lws-controller prometheus-operator)
 
 # KEDA is built in its own module's source tree (the proxy's zip, unpacked in GOMODCACHE), with
 # its own go.mod/go.sum and -mod=readonly: its replace block (k8s.io/* v0.35.x, controller-runtime,
@@ -134,6 +134,14 @@ keda_dir() {
 lws_download() { GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/lws@$LWS_VERSION"; }
 lws_dir() { lws_download | sed -n 's/.*"Dir": "\(.*\)".*/\1/p'; }
 lws_commit() { lws_download | sed -n 's/.*"Hash": "\([0-9a-f]\{40\}\)".*/\1/p' | head -1; }
+
+# The Prometheus Operator builds from tools/cluster/prometheus-operator (its own tree's replace
+# directives point at directories its module zip leaves out); its CRDs come from the module tree.
+prometheus_operator_dir() {
+  GOFLAGS=-mod=mod go mod download -json \
+    "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" |
+    sed -n 's/.*"Dir": "\(.*\)".*/\1/p'
+}
 
 names=("$@")
 [[ ${#names[@]} -gt 0 ]] || names=("${want_all[@]}")
@@ -165,6 +173,11 @@ for name in "${names[@]}"; do
       GOFLAGS=-mod=readonly build_one lws-controller "$kdir_lws" ./cmd "$LWS_VERSION" \
         "-s -w -X sigs.k8s.io/lws/pkg/version.GitVersion=$LWS_VERSION -X sigs.k8s.io/lws/pkg/version.GitCommit=$commit_lws -X sigs.k8s.io/lws/pkg/version.BuildDate=$build_date" \
         "$CONTROLLER_GCFLAGS" ;;
+    prometheus-operator)
+      # Upstream's Makefile sets prometheus/common's version.Version (the operator logs it).
+      [[ -n "${pdir_promop:-}" ]] || pdir_promop="$(prometheus_operator_dir)"
+      build_one prometheus-operator prometheus-operator github.com/prometheus-operator/prometheus-operator/cmd/operator "$PROMETHEUS_OPERATOR_VERSION" \
+        "-s -w -X github.com/prometheus/common/version.Version=${PROMETHEUS_OPERATOR_VERSION#v}" "$CONTROLLER_GCFLAGS" ;;
     ray-operator)
       # The operator's version is a constant (controllers/ray/utils KUBERAY_VERSION), nothing to
       # inject. Its main package is the module root.
@@ -235,6 +248,19 @@ if [[ -n "${kdir_lws:-}" ]]; then
     echo "$LWS_VERSION" > "$lws_files.tmp/VERSION"
     rm -rf "$lws_files" && mv "$lws_files.tmp" "$lws_files"
     summary+=("lws CRDs and webhook manifests $LWS_VERSION: $lws_files")
+  fi
+fi
+
+# The Prometheus Operator's own CRDs: the pinned monitors and rules plus the Prometheus kind (and the others
+# it watches), all from the same module version.
+if [[ -n "${pdir_promop:-}" ]]; then
+  pcrds="$out/../prometheus-operator-crds"
+  if [[ "$(cat "$pcrds/VERSION" 2>/dev/null)" != "$PROMETHEUS_OPERATOR_VERSION" ]]; then
+    rm -rf "$pcrds" && mkdir -p "$pcrds"
+    cp "$pdir_promop"/example/prometheus-operator-crd/monitoring.coreos.com_*.yaml "$pcrds/"
+    chmod u+w "$pcrds"/*.yaml
+    echo "$PROMETHEUS_OPERATOR_VERSION" > "$pcrds/VERSION"
+    summary+=("prometheus-operator CRDs: $pcrds")
   fi
 fi
 
