@@ -138,3 +138,16 @@ def test_rules_without_promtool_are_skipped_or_failed_never_passed() -> None:
     assert skipped.status == SKIPPED and "promtool not found" in skipped.detail
     strict = _rules(SAMPLE, rendered, Tools(charts=CHARTS, crds=tools.crds, promtool=None, require_promtool=True))
     assert strict == Check(SAMPLE, "promtool", FAIL, skipped.detail)
+
+
+def test_promtool_names_the_rule_of_a_broken_expression() -> None:
+    """No values key reaches an expression unchecked (the chart validates podRegex and types the
+    thresholds), so the expression is broken in a rendered object directly."""
+    from vllm_eks.verify.rules import check_rules
+
+    rule = {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule", "metadata": {"name": "forked"},
+            "spec": {"groups": [{"name": "g", "rules": [
+                {"alert": "Fine", "expr": "up == 0"},
+                {"alert": "Broken", "expr": "sum(rate(vllm:num_requests_waiting[5m]) by"}]}]}}
+    (problem,) = check_rules([rule], str(require_tool("promtool")))
+    assert problem.startswith("PrometheusRule/forked: ") and '"Broken"' in problem and "parse error" in problem
