@@ -14,6 +14,7 @@ above it in this drawing (tests/unit/test_layers.py enforces it):
     values      Plan -> per-chart values models (the source of every values.schema.json)
     output      Plan + values -> scenario folder, commented values files, the report
     check       rendered workloads -> scheduling fit on the GPU pools; memory model vs real logs
+    verify      values folders -> helm lint, strict schemas (Kubernetes, CRDs), check-fit, promtool
     cli         the `vllm-eks` commands
 
 Data flows top to bottom: `vllm-eks values` resolves the model and instance (catalog), sizes the

@@ -1,6 +1,6 @@
 """What only the API server sees: the CEL rules (x-kubernetes-validations) of the pinned
 Karpenter CRDs. Each case takes an object the gpu-infra chart renders, changes one thing, shows
-that the offline strict schema check (tests/harness/crd_schema.py) still accepts it, and that the
+that the offline strict schema check (generator/vllm_eks/verify/crd_schema.py) still accepts it, and that the
 real kube-apiserver rejects it with the rule's message."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from pathlib import Path
 
 # Lowest first. The package docstring (generator/vllm_eks/__init__.py) draws the same order.
 LAYERS = ("core", "spec", "model", "catalog", "memory", "planning", "bench", "recommend", "values",
-          "output", "check", "cli")
+          "output", "check", "verify", "cli")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """What a rendered release must satisfy beyond its schemas, and what a refused render must say.
 
 `manifest_problems` is the oracle of a `helm template` that exited 0: every object validates
-strictly (harness.validate), and the rules the API server, the controllers or the runtime apply
+strictly (vllm_eks.verify.objects), and the rules the API server, the controllers or the runtime apply
 that no schema expresses hold as well:
 - pod template metadata and label selectors follow the API server's syntax rules (k8s_meta);
 - every workload's selector matches its own pod template (the API server refuses the workload
@@ -24,10 +24,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from vllm_eks.core.units import parse_quantity
+from vllm_eks.verify import k8s_meta
+from vllm_eks.verify.crd_schema import CrdRegistry
+from vllm_eks.verify.objects import validate_all
 
-from . import k8s_meta, pod_security, pods
-from .crd_schema import CrdRegistry
-from .validate import validate_all
+from . import pod_security, pods
 
 # Text of a Go template leak in a rendered string (see the module docstring).
 LEAKS = ("<no value>", "%!", "map[", "<nil>")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.harness import CrdRegistry, crd_schema, load_crds
-from tests.harness.errors import NoSchemaError, SchemaError
+from vllm_eks.verify.errors import NoSchemaError, SchemaError
 
 EXPECTED_KINDS = {
     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
@@ -187,8 +187,8 @@ def test_env_var_selects_the_directory(monkeypatch: pytest.MonkeyPatch, crd_dir:
 
 # Conversion rules on small synthetic schemas.
 def _validator(schema: dict[str, Any]):  # noqa: ANN202
-    from tests.harness.formats import FORMAT_CHECKER
-    from tests.harness.listmap import StrictValidator
+    from vllm_eks.verify.formats import FORMAT_CHECKER
+    from vllm_eks.verify.listmap import StrictValidator
     return StrictValidator(crd_schema.to_json_schema(schema), format_checker=FORMAT_CHECKER)
 
 

@@ -9,7 +9,7 @@ import kubernetes_validate
 import pytest
 
 from tests.harness import k8s_schema
-from tests.harness.errors import NoSchemaError, SchemaError
+from vllm_eks.verify.errors import NoSchemaError, SchemaError
 
 
 def deployment() -> dict[str, Any]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness import promtool
-from tests.harness.crd_schema import CrdRegistry, validate
+from vllm_eks.verify.crd_schema import CrdRegistry, validate
 
 pytestmark = pytest.mark.render
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from tests.harness import chart_contract, helm
-from tests.harness.crd_schema import crd_dir_from_env
+from vllm_eks.verify.crd_schema import crd_dir_from_env
 from tests.harness.paths import CHARTS, VALUES
 from vllm_eks.core import contract
 from vllm_eks.output.scenario_folder import values_document

@@ -624,7 +624,7 @@ def _limit_mismatches(pools: list[Pool], placed: dict[str, list[tuple[PodTemplat
 
 # --- rendering a scenario folder ----------------------------------------------------------------
 
-def _helm_binary(helm: str | None) -> str:
+def helm_binary(helm: str | None) -> str:
     candidate = helm or os.environ.get("VLLM_EKS_HELM") or "helm"
     found = shutil.which(candidate)
     if not found:
@@ -642,12 +642,13 @@ def helm_failure_line(output: str) -> str:
 
 
 def render_chart(chart: Path, values: Path, release: str, namespace: str,
-                 helm: str | None = None) -> list[dict[str, Any]]:
+                 helm: str | None = None, whole_error: bool = False) -> list[dict[str, Any]]:
     """The objects `helm template` renders; every way helm (or what --helm names) can fail is a
-    FitError of one line naming the chart, the values file and what went wrong."""
+    FitError of one line naming the chart, the values file and what went wrong (with
+    whole_error, all of helm's error output joined into that line)."""
     if not values.is_file():
         raise FitError(f"{values}: missing (a scenario folder written by `vllm-eks values` has one file per chart)")
-    binary = _helm_binary(helm)
+    binary = helm_binary(helm)
     cmd = [binary, "template", release, str(chart), "--namespace", namespace, "--values", str(values)]
     what = f"helm template {chart.name} -f {values}"
     try:
@@ -657,6 +658,9 @@ def render_chart(chart: Path, values: Path, release: str, namespace: str,
     except OSError as e:
         raise FitError(f"{what}: cannot run {binary} ({e.strerror or e}); give a helm binary with --helm") from None
     stdout, stderr = (proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
+    if proc.returncode != 0 and whole_error:
+        joined = " ".join(" ".join(x.split()) for x in (stderr or stdout).splitlines() if x.strip())
+        raise FitError(f"{what} failed (exit {proc.returncode}): {joined}")
     if proc.returncode != 0:
         more = len([x for x in (stderr or stdout).splitlines() if x.strip()]) - 1
         extra = f" ({more} more line(s): run `{shlex.join(cmd)}` for helm's whole message)" if more > 0 else ""

@@ -391,6 +391,10 @@ from vllm_eks.cli.bench import bench  # noqa: E402  (the group lives with the be
 
 main.add_command(bench)
 
+from vllm_eks.cli.verify import verify  # noqa: E402  (imports its checks when it runs)
+
+main.add_command(verify)
+
 
 if __name__ == "__main__":
     main()

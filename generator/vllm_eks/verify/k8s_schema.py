@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -61,7 +61,15 @@ def _version_dir(kube_version: str) -> Path:
     return path
 
 
-@lru_cache(maxsize=None)
+def check_kube_version(kube_version: str) -> None:
+    """Raise KubeVersionError (naming --kube-version) unless kubernetes-validate has the minor."""
+    try:
+        _version_dir(kube_version)
+    except KubeVersionError as e:
+        raise KubeVersionError(f"--kube-version: {e}") from None
+
+
+@cache
 def _registry(kube_version: str) -> Registry:
     defs = json.loads((_version_dir(kube_version) / "_definitions.json").read_text())
     table = defs["$defs"]
@@ -79,7 +87,7 @@ def _schema_file(api_version: str, kind: str, kube_version: str) -> Path:
     return _version_dir(kube_version) / f"{kind.lower()}-{mangled}.json"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(api_version: str, kind: str, kube_version: str) -> Any:
     path = _schema_file(api_version, kind, kube_version)
     if not path.is_file():

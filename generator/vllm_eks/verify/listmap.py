@@ -28,7 +28,7 @@ def _list_map_keys(validator: Any, keys: list[str], instance: Any, schema: dict[
         key = tuple(json.dumps(item.get(k, item_props.get(k, {}).get("default")), sort_keys=True)
                     for k in keys)
         if key in seen:
-            shown = ", ".join(f"{k}={v}" for k, v in zip(keys, key))
+            shown = ", ".join(f"{k}={v}" for k, v in zip(keys, key, strict=True))
             yield ValidationError(
                 f"duplicate entries for list-map key [{shown}] (items {seen[key]} and {index}); "
                 "server-side apply (Helm 4's default) rejects this",

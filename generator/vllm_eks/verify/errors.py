@@ -13,7 +13,8 @@ def describe(obj: Any) -> str:
     """'Kind/name' (with namespace when set) for messages."""
     if not isinstance(obj, dict):
         return f"<{type(obj).__name__}>"
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    found = obj.get("metadata")
+    meta = found if isinstance(found, dict) else {}
     name = meta.get("name", "<no name>")
     ns = meta.get("namespace")
     return f"{obj.get('kind', '<no kind>')}/{name}" + (f" (namespace {ns})" if ns else "")

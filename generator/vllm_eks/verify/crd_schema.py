@@ -11,13 +11,13 @@ errors. A plain JSON-schema validator would accept unknown fields, so every sche
 - `x-kubernetes-int-or-string: true` -> type integer or string;
 - `nullable: true` -> null allowed; without it null is rejected (the API server would drop the
   field silently, which in a chart is always a bug, so this is stricter on purpose);
-- `format: int32/int64/date-time/byte` are checked (harness.formats);
+- `format: int32/int64/date-time/byte` are checked (vllm_eks.verify.formats);
 - a property that is `required` but has a `default` is not required (the API server defaults
   before it validates);
-- `x-kubernetes-list-type: set` -> uniqueItems; `map` -> unique keys (harness.listmap);
+- `x-kubernetes-list-type: set` -> uniqueItems; `map` -> unique keys (vllm_eks.verify.listmap);
 - `x-kubernetes-embedded-resource` objects accept apiVersion, kind and metadata;
 - the root `metadata` (only `type: object` in every CRD) gets a minimal ObjectMeta schema, and
-  the syntax checks of harness.k8s_meta.
+  the syntax checks of vllm_eks.verify.k8s_meta.
 CEL rules (`x-kubernetes-validations`) are not evaluated here: the cluster tier, with a real
 kube-apiserver, covers them.
 
@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +41,8 @@ from . import k8s_meta
 from .errors import NoSchemaError, SchemaError, collect
 from .formats import FORMAT_CHECKER
 from .listmap import StrictValidator
-from .paths import ROOT
 
 CRD_DIR_ENV = "VLLM_EKS_CRD_DIR"
-# Same default as the Makefile: the shared CRD directory beside the checkout.
-DEFAULT_CRD_DIR = ROOT.parent / "shared" / "crds"
 
 _STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
 METADATA_SCHEMA: dict[str, Any] = {
@@ -182,27 +179,31 @@ class CrdRegistry(Mapping[tuple[str, str], CrdVersion]):
 
 
 def crd_dir_from_env() -> Path:
-    """$VLLM_EKS_CRD_DIR, or the Makefile's default ../shared/crds beside the checkout."""
+    """$VLLM_EKS_CRD_DIR; unset is an error (the CRDs are pinned files outside the package: the
+    Makefile and the test suite default it to ../shared/crds beside a checkout)."""
     value = os.environ.get(CRD_DIR_ENV)
-    return Path(value) if value else DEFAULT_CRD_DIR
+    if not value:
+        raise CrdDirError(f"no CRD directory: pass --crds DIR or set {CRD_DIR_ENV} to a directory holding the "
+                          "pinned CRDs (tools/crds.lock; `make crds` downloads them into .cache/crds)")
+    return Path(value)
 
 
 def load_crds(crd_dir: str | os.PathLike[str] | None = None) -> CrdRegistry:
     """Every served version of every CRD in *.yaml/*.yml/*.json files of crd_dir.
 
-    crd_dir defaults to $VLLM_EKS_CRD_DIR (else ../shared/crds). A missing or CRD-less
+    crd_dir defaults to $VLLM_EKS_CRD_DIR. A missing or CRD-less
     directory is an error.
     """
     directory = Path(crd_dir) if crd_dir is not None else crd_dir_from_env()
     return _load(str(directory.resolve()))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(directory: str) -> CrdRegistry:
     path = Path(directory)
     if not path.is_dir():
         raise CrdDirError(
-            f"CRD directory {path} does not exist: set {CRD_DIR_ENV} to a directory holding the "
+            f"CRD directory {path} does not exist: pass --crds DIR or set {CRD_DIR_ENV} to a directory holding the "
             "pinned CRDs (tools/crds.lock), e.g. run `make crds` and set "
             f"{CRD_DIR_ENV}=$PWD/.cache/crds"
         )

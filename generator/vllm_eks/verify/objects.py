@@ -14,7 +14,7 @@ from .errors import NoSchemaError, SchemaError, describe
 class ValidationFailed(AssertionError):
     """At least one object failed; the message lists every failure."""
 
-    def __init__(self, report: "ValidationReport") -> None:
+    def __init__(self, report: ValidationReport) -> None:
         self.report = report
         super().__init__(report.failure_text())
 
