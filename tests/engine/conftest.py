@@ -29,6 +29,7 @@ ENGINE_ORDER = (
     "test_pin",
     "test_args",
     "test_sizing",
+    "test_kv_offload",
     "test_pod_sandbox",
     "test_warm_restart",
     "test_api_key",

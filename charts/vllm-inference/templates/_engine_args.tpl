@@ -23,6 +23,7 @@ them, and Ray Serve engineKwargs must not carry their keyword form.
 --max-num-seqs: engine.maxNumSeqs
 {{- end }}
 --gpu-memory-utilization: engine.gpuMemoryUtilization (null when the KV cache is sized by --kv-cache-memory-bytes)
+--kv-offloading-size: engine.kvOffloadingSize
 --shutdown-timeout: drain.shutdownTimeoutSeconds
 --hf-token: model.huggingface.tokenSecret
 {{- if .Values.apiKey.existingSecret }}

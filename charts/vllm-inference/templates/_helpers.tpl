@@ -150,6 +150,10 @@ appends vLLM's multi-node launcher flags per role (vllm-inference.launcherArgs).
 - --gpu-memory-utilization
 - {{ .Values.engine.gpuMemoryUtilization | quote }}
 {{- end }}
+{{- if not (kindIs "invalid" .Values.engine.kvOffloadingSize) }}
+- --kv-offloading-size
+- {{ .Values.engine.kvOffloadingSize | toString | quote }}
+{{- end }}
 - --shutdown-timeout
 - {{ .Values.drain.shutdownTimeoutSeconds | int | quote }}
 {{- if eq .Values.model.source "s3" }}

@@ -103,6 +103,15 @@ get_or_create_callback downloads nothing for STREAMING_LOAD_FORMATS), so it is r
 {{- end -}}
 {{- end -}}
 
+{{/* vLLM's --kv-offloading-size sets kv_transfer_config's connector to OffloadingConnector
+     (vllm/config/vllm.py _post_init_kv_transfer_config, v0.26.0 and v0.32.0), which would replace
+     the NixlConnector the prefill and decode pools exchange the KV cache through. */}}
+{{- define "vllm-inference.validateValues.kvOffload" -}}
+{{- if and (eq (toString .Values.topology) "disaggregated") (not (kindIs "invalid" .Values.engine.kvOffloadingSize)) -}}
+{{- printf "engine.kvOffloadingSize: not with topology disaggregated (vLLM's KV offloading replaces the NixlConnector of kv_transfer_config); set it to null\n" -}}
+{{- end -}}
+{{- end -}}
+
 {{/* PrefixCacheAffinityRouter is public in ray.serve.llm.request_router from Ray 2.49. */}}
 {{- define "vllm-inference.validateValues.rayRequestRouter" -}}
 {{- $v := .Values -}}

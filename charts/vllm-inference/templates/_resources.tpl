@@ -51,16 +51,42 @@ A Kubernetes quantity (the schema has checked its form) as a float in base units
 {{/* /dev/shm is memory-backed and counted against the memory limit of every container that
      mounts it: the server's, and on the Ray topologies the head's too. */}}
 {{- define "vllm-inference.validateValues.shmWithinMemoryLimit" -}}
-{{- $limits := dict "resources.limits.memory" .Values.resources.limits.memory -}}
+{{- $limits := dict "resources.limits.memory" (list .Values.resources.limits.memory .Values.shm.sizeLimit) -}}
 {{- if eq (include "vllm-inference.onRay" .) "true" -}}
-{{- $_ := set $limits "ray.head.resources.limits.memory" .Values.ray.head.resources.limits.memory -}}
+{{- $_ := set $limits "ray.head.resources.limits.memory" (list .Values.ray.head.resources.limits.memory (include "vllm-inference.headShmSizeLimit" .)) -}}
 {{- end -}}
 {{- range $path := keys $limits | sortAlpha -}}
-{{- $lim := get $limits $path -}}
-{{- if and $lim $.Values.shm.sizeLimit -}}
-{{- if gt (float64 (include "vllm-inference.quantityValue" $.Values.shm.sizeLimit)) (float64 (include "vllm-inference.quantityValue" $lim)) -}}
-{{- printf "shm.sizeLimit: %v is above %s %v; /dev/shm is memory-backed and counts against that limit\n" $.Values.shm.sizeLimit $path $lim -}}
+{{- $lim := index (get $limits $path) 0 -}}
+{{- $shm := index (get $limits $path) 1 -}}
+{{- if and $lim $shm -}}
+{{- if gt (float64 (include "vllm-inference.quantityValue" $shm)) (float64 (include "vllm-inference.quantityValue" $lim)) -}}
+{{- printf "shm.sizeLimit: %v is above %s %v; /dev/shm is memory-backed and counts against that limit\n" $shm $path $lim -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The KV offload buffer (engine.kvOffloadingSize GiB) is a file vLLM creates in /dev/shm after
+     checking its free space (vllm/v1/kv_offload/cpu/shared_offload_region.py): shm.sizeLimit
+     must be larger. */}}
+{{- define "vllm-inference.validateValues.shmHoldsKvOffload" -}}
+{{- $gib := .Values.engine.kvOffloadingSize -}}
+{{- if and (not (kindIs "invalid" $gib)) .Values.shm.sizeLimit -}}
+{{- if le (float64 (include "vllm-inference.quantityValue" .Values.shm.sizeLimit)) (mulf (float64 $gib) 1073741824.0) -}}
+{{- printf "shm.sizeLimit: %v does not hold engine.kvOffloadingSize %v GiB (vLLM creates the KV offload buffer in /dev/shm); raise it above the buffer\n" .Values.shm.sizeLimit $gib -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* /dev/shm of the Ray head, which runs no engine: shm.sizeLimit without the KV offload buffer
+     (bytes), else shm.sizeLimit. */}}
+{{- define "vllm-inference.headShmSizeLimit" -}}
+{{- $gib := .Values.engine.kvOffloadingSize -}}
+{{- $shm := .Values.shm.sizeLimit -}}
+{{- if and (not (kindIs "invalid" $gib)) $shm -}}
+{{- $rest := subf (float64 (include "vllm-inference.quantityValue" $shm)) (mulf (float64 $gib) 1073741824.0) -}}
+{{- if gt $rest 0.0 }}{{ int64 $rest }}{{ else }}{{ $shm }}{{ end -}}
+{{- else -}}
+{{- $shm -}}
 {{- end -}}
 {{- end -}}

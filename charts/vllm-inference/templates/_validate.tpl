@@ -19,6 +19,7 @@ schema validation (helm --skip-schema-validation).
 {{- $out = print $out (include "vllm-inference.validateValues.rayServeReplicas" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.engineKwargsChartOwned" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.kvTransfer" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.kvOffload" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.literalSecrets" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.extraEnvNames" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.extraEnvSource" .) -}}
@@ -37,6 +38,7 @@ schema validation (helm --skip-schema-validation).
 {{- $out = print $out (include "vllm-inference.validateValues.restrictedVolumes" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.requestsWithinLimits" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.shmWithinMemoryLimit" .) -}}
+{{- $out = print $out (include "vllm-inference.validateValues.shmHoldsKvOffload" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.metadataKeys" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.routing" .) -}}
 {{- $out = print $out (include "vllm-inference.validateValues.apiKey" .) -}}

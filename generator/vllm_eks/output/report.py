@@ -47,6 +47,10 @@ def summary_rows(p: Plan) -> list[tuple[str, str]]:
         rows.insert(2, ("node figures", outside))
     if p.quota is not None:
         rows.append(("EC2 vCPU quota", quota.summary(p.quota)))
+    if p.kv_offload is not None:
+        o = p.kv_offload
+        rows.append(("KV offload to host", f"{gib(o.kv_offload_bytes)} (--kv-offloading-size {o.kv_offload_gib:g}), "
+                                           f"+{o.kv_offload_tokens:,} prefix tokens, in /dev/shm"))
     if p.staging is not None:
         s = p.staging
         where = s.staging_s3_uri or (f"claim {s.staging_claim_name}" if s.staging_claim_name

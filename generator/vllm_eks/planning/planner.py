@@ -11,6 +11,7 @@ from vllm_eks.catalog.instances import node_plan
 from vllm_eks.core.errors import InvalidOptionError
 from vllm_eks.memory.budget import memory_plan
 from vllm_eks.planning.decisions import Decisions, phases, serve_autoscaling
+from vllm_eks.planning.kv_offload import OffloadShape, plan_kv_offload
 from vllm_eks.planning.kv_transfer import plan_kv_transfer
 from vllm_eks.planning.latency import default_slos
 from vllm_eks.planning.model_source import load_source
@@ -52,13 +53,23 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
         # (vllm serve --revision; Ray Serve LLM passes engine_kwargs to the same EngineArgs field)
         engine.settings["revision"] = hub.sha
     transfer = plan_kv_transfer(dec.hw, memory, tp) if topology == "disaggregated" else None
+    lay = b.worst.layout
+    # MLA at TP > 1 on one node: every rank holds the same latent cache, offloaded once
+    # (vllm/distributed/kv_transfer/kv_connector/v1/offloading/config.py replicated_layout)
+    copies = 1 if dec.a.mla is not None and tp > 1 and pp == 1 else tp * pp
+    offload = plan_kv_offload(req.kv_offload_gib, topology, OffloadShape(
+        rank_block_bytes=lay.bytes_per_token_per_layer * memory.block_size * lay.group_size, copies=copies,
+        block_size=memory.block_size, world_size=tp * pp))
+    if offload is not None:
+        engine.settings["kv_offloading_size"] = offload.kv_offload_gib
     load = load_source(req, topology)
     check_load_rates(req, load, b.weights_total)
     pod = size_pod(dec.hw, tp, tp, pp > 1 or topology == "disaggregated", b.weights_total, pp,
                    load=load,
                    reserve=(req.daemonset_reserve_cpu, req.daemonset_reserve_memory), cache=req.cache,
                    cache_read=int(req.cache_read_mib_s * 1024**2) if req.cache_read_mib_s else None,
-                   host_kv_buffer=transfer.host_buffer_bytes if transfer else 0)
+                   host_kv_buffer=transfer.host_buffer_bytes if transfer else 0,
+                   host_kv_offload=offload.kv_offload_host_bytes_per_pod if offload else 0)
     serve = serve_autoscaling(req, layout, seqs) if topology == "ray-serve" else None
     prefill, decode = phases(req, layout, engine, transfer) if transfer else (None, None)
     dec.check_engine_settings([engine.settings] + [p.settings for p in (prefill, decode) if p is not None], topology)
@@ -96,6 +107,7 @@ def make_plan(req: PlanRequest, measured: MeasuredPlan | None = None, measured_s
                                  topology=topology, layout=layout, pool=pool, serve=serve, prefill=prefill,
                                  decode=decode),
                 serve_autoscaling=serve, prefill=prefill, decode=decode, measured=measured, staging=staging,
+                kv_offload=offload,
                 hardware=hardware_record(dec.hw))
 
 

@@ -86,19 +86,25 @@ UNKNOWN_NODE_CPU_M_PER_GPU = 4000
 def size_pod(hw: Hardware, gpus_per_pod: int, tp: int, multi_node: bool, checkpoint_bytes: int,
              nodes_per_replica: int, load: LoadSource,
              reserve: tuple[str | None, str | None] = (None, None), cache: str = "emptydir",
-             cache_read: int | None = None, host_kv_buffer: int = 0) -> PodPlan:
+             cache_read: int | None = None, host_kv_buffer: int = 0, host_kv_offload: int = 0) -> PodPlan:
     """The pod section of the Plan, with a derivation for each number. `load` is the model
     source with its load bandwidth (model_source.py); `reserve` is the DaemonSet reserve as given
     (--daemonset-reserve-cpu, --daemonset-reserve-memory); `cache` and `cache_read` are --cache
     and --cache-read-mib-s (bytes/s); `host_kv_buffer` the bytes of NIXL's host copy of the KV
-    cache a disaggregated engine pod holds (planning/kv_transfer.py), 0 elsewhere."""
+    cache a disaggregated engine pod holds (planning/kv_transfer.py), 0 elsewhere;
+    `host_kv_offload` the bytes of vLLM's KV offload buffer in the pod's /dev/shm
+    (planning/kv_offload.py), 0 without --kv-offload-gib."""
     downloads_weights = load.downloads
     d = Derivations()
-    shm = min(SHM_MAX, max(SHM_MIN, SHM_PER_RANK * tp))
+    shm = min(SHM_MAX, max(SHM_MIN, SHM_PER_RANK * tp)) + host_kv_offload
     d.add("shm_size_bytes", gib(shm),
-          f"min({gib_exact(SHM_MAX)}, max({gib_exact(SHM_MIN)}, {gib_exact(SHM_PER_RANK)} x TP {tp}))")
+          f"min({gib_exact(SHM_MAX)}, max({gib_exact(SHM_MIN)}, {gib_exact(SHM_PER_RANK)} x TP {tp}))"
+          + (f" + KV offload buffer {gib(host_kv_offload)}" if host_kv_offload else ""),
+          "vLLM creates its KV offload buffer as a file in /dev/shm after checking the free space"
+          if host_kv_offload else "")
     reserve_cpu, reserve_mem = daemonset_reserve(d, hw, *reserve)
-    cpu, mem = _cpu_and_memory(d, hw, gpus_per_pod, shm, reserve_cpu, reserve_mem, host_kv_buffer)
+    cpu, mem = _cpu_and_memory(d, hw, gpus_per_pod, shm, reserve_cpu, reserve_mem, host_kv_buffer,
+                               host_kv_offload)
     per_pod_weights = checkpoint_bytes // nodes_per_replica
     if downloads_weights and cache == "pvc":
         ephemeral = SCRATCH_BYTES
@@ -208,12 +214,16 @@ def _quantity(flag: str, value: str | None, scale: int, example: str) -> int | N
 
 
 def _cpu_and_memory(d: Derivations, hw: Hardware, gpus_per_pod: int, shm: int,
-                    reserve_cpu: int, reserve_mem: int, host_kv_buffer: int) -> tuple[int, int]:
+                    reserve_cpu: int, reserve_mem: int, host_kv_buffer: int,
+                    host_kv_offload: int = 0) -> tuple[int, int]:
     """The pod's share of node allocatable after the DaemonSet reserve, by its share of the GPUs;
-    refused when that share cannot hold what the pod needs in host memory (shm, the engine's own
-    host buffers per rank and NIXL's host copy of the KV cache)."""
+    refused when that share cannot hold what the pod needs in host memory (shm, which holds the
+    KV offload buffer, the engine's own host buffers per rank and NIXL's host copy of the KV
+    cache)."""
     need = shm + ENGINE_HOST_MEMORY_PER_GPU * gpus_per_pod + host_kv_buffer
     kv_term = f" + NIXL host KV buffer {gib(host_kv_buffer)}" if host_kv_buffer else ""
+    shm_term = f"shm {gib(shm)}" + (f" with the KV offload buffer {gib(host_kv_offload)}" if host_kv_offload else "")
+    checked = bool(host_kv_buffer or host_kv_offload)
     if not hw.alloc_cpu_millicores:
         # unknown node: ask for what the pod needs
         cpu = UNKNOWN_NODE_CPU_M_PER_GPU * gpus_per_pod
@@ -221,8 +231,9 @@ def _cpu_and_memory(d: Derivations, hw: Hardware, gpus_per_pod: int, shm: int,
               f"hardware outside the catalog: {UNKNOWN_NODE_CPU_M_PER_GPU // 1000} vCPU x {gpus_per_pod} GPUs",
               "a default, not the node's allocatable: give --vcpus and --memory-gib to derive it")
         d.add("memory_request_bytes", gib(need),
-              f"hardware outside the catalog: shm + {gib_exact(ENGINE_HOST_MEMORY_PER_GPU)} x {gpus_per_pod} GPUs"
-              + kv_term, "a default, not the node's allocatable: give --vcpus and --memory-gib to derive it")
+              f"hardware outside the catalog: {shm_term} + {gib_exact(ENGINE_HOST_MEMORY_PER_GPU)} x "
+              f"{gpus_per_pod} GPUs" + kv_term,
+              "a default, not the node's allocatable: give --vcpus and --memory-gib to derive it")
         return cpu, need
     share = gpus_per_pod / hw.gpus_per_node
     cpu = int((hw.alloc_cpu_millicores - reserve_cpu) * share) // 10 * 10
@@ -230,16 +241,23 @@ def _cpu_and_memory(d: Derivations, hw: Hardware, gpus_per_pod: int, shm: int,
     d.add("cpu_request_millicores", f"{cpu}m",
           f"(allocatable {hw.alloc_cpu_millicores}m - DaemonSet reserve {reserve_cpu}m) x "
           f"{gpus_per_pod}/{hw.gpus_per_node} GPUs")
-    if host_kv_buffer and need > mem:
-        # checked only where the KV host buffer adds to the pod (other pods were sized as before)
+    if checked and need > mem:
+        # checked only where a host KV buffer adds to the pod (other pods were sized as before)
+        flag = (f"--kv-offload-gib {host_kv_offload / GIB:g} on {hw.name}" if host_kv_offload
+                else f"--instance {hw.name}")
+        # the largest buffer that fits, rounded down to what the message shows
+        room = math.floor(max(0, host_kv_offload - (need - mem)) / GIB * 100) / 100
+        fixes = [f"lower --kv-offload-gib (at most {room:.2f} GiB fits)"
+                 if host_kv_offload else "",
+                 "choose an instance with more memory per GPU",
+                 "one with GPUDirect RDMA (no host KV buffer)" if host_kv_buffer else ""]
         raise InvalidOptionError(
-            f"--instance {hw.name}: an engine pod needs {gib(need)} of host memory (shm {gib(shm)} + "
+            f"{flag}: an engine pod needs {gib(need)} of host memory ({shm_term} + "
             f"{gib_exact(ENGINE_HOST_MEMORY_PER_GPU)} x {gpus_per_pod} GPUs{kv_term}) and its share of the node "
-            f"allocatable is {gib(mem)}: choose an instance with more memory per GPU"
-            " or one with GPUDirect RDMA (no host KV buffer)")
+            f"allocatable is {gib(mem)}: " + " or ".join(f for f in fixes if f))
     d.add("memory_request_bytes", gib(mem),
           f"(allocatable {hw.alloc_memory_bytes / GIB:.1f} GiB - DaemonSet reserve {reserve_mem / GIB:.1f} GiB) x "
           f"{gpus_per_pod}/{hw.gpus_per_node} GPUs"
-          + (f"; holds shm {gib(shm)} + {gib_exact(ENGINE_HOST_MEMORY_PER_GPU)} x {gpus_per_pod} GPUs{kv_term} "
-             f"= {gib(need)}" if host_kv_buffer else ""))
+          + (f"; holds {shm_term} + {gib_exact(ENGINE_HOST_MEMORY_PER_GPU)} x {gpus_per_pod} GPUs{kv_term} "
+             f"= {gib(need)}" if checked else ""))
     return cpu, mem

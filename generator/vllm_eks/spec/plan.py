@@ -265,6 +265,20 @@ class StagingPlan(Section):
     staging_deadline_seconds: int = Field(description="The Job's activeDeadlineSeconds")
 
 
+class KvOffloadPlan(Section):
+    """KV cache offload to host memory (--kv-offload-gib, vLLM --kv-offloading-size): the buffer,
+    its host memory per pod and the prefix tokens it keeps (planning/kv_offload.py)."""
+
+    kv_offload_gib: float = Field(description="vLLM --kv-offloading-size: GiB of the whole engine, summed over ranks")
+    kv_offload_bytes: int = Field(description="The buffer in bytes (vLLM cpu_bytes_to_use)")
+    kv_offload_bytes_per_rank: int = Field(description="One rank's share of the buffer")
+    kv_offload_block_bytes: int = Field(description="One offloaded block: every rank's GPU block, page-aligned")
+    kv_offload_blocks: int = Field(description="Blocks the buffer holds (vLLM's num_chunks)")
+    kv_offload_tokens: int = Field(description="Prefix tokens the buffer keeps beyond the GPU KV cache")
+    kv_offload_host_bytes_per_pod: int = Field(description=(
+        "Host memory one pod holds for it: the whole buffer, in /dev/shm (added to the shm size)"))
+
+
 # Sections whose fields print flat at the top of `plan --json`, in this order. `routing` and
 # `quota` may be missing from a plan.json written before they were planned: they are then None.
 FLAT_SECTIONS = ("node", "layout", "memory", "engine", "pod", "pool", "slo", "cost", "routing", "quota")
@@ -305,6 +319,8 @@ class Plan(BaseModel):
     measured: MeasuredPlan | None = Field(None, description="The benchmark sweep behind max_num_seqs and the KEDA "
                                                             "threshold; None when they are estimates")
     staging: StagingPlan | None = Field(None, description="The staging Job of --stage; None without it")
+    kv_offload: KvOffloadPlan | None = Field(None, description="KV offload to host memory of --kv-offload-gib; "
+                                                               "None without it")
     hardware: dict[str, Any] | None = Field(None, description=(
         "The node's figures when it is outside the catalog and its shape is known (read from EC2, or custom with "
         "--vcpus/--memory-gib): what check-fit sizes the pool's nodes by; None for catalog instances"))
@@ -322,7 +338,8 @@ class Plan(BaseModel):
 
     @property
     def derivations(self) -> list[Derivation]:
-        extra = [s for s in (self.serve_autoscaling, self.prefill, self.measured, self.staging) if s is not None]
+        extra = [s for s in (self.serve_autoscaling, self.prefill, self.measured, self.staging, self.kv_offload)
+                 if s is not None]
         sections = [getattr(self, n) for n in FLAT_SECTIONS]
         return [d for s in (*sections, *extra) if s is not None for d in s.derivations]
 
@@ -367,6 +384,8 @@ class Plan(BaseModel):
             top["measured"] = MeasuredPlan(**summary["measured"])
         if summary.get("staging"):
             top["staging"] = StagingPlan(**summary["staging"])
+        if summary.get("kv_offload"):
+            top["kv_offload"] = KvOffloadPlan(**summary["kv_offload"])
         if summary.get("hardware"):
             top["hardware"] = summary["hardware"]
         for phase in ("prefill", "decode"):
@@ -404,6 +423,9 @@ class Plan(BaseModel):
         # only with --stage: plans without it keep their earlier form
         if self.staging is not None:
             out["staging"] = self.staging.model_dump(mode="json")
+        # only with --kv-offload-gib: plans without it keep their earlier form
+        if self.kv_offload is not None:
+            out["kv_offload"] = self.kv_offload.model_dump(mode="json")
         # only outside the catalog: plans of catalog instances keep their earlier form
         if self.hardware is not None:
             out["hardware"] = self.hardware

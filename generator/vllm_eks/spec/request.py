@@ -115,6 +115,11 @@ class PlanRequest(BaseModel):
     kv_cache_memory_gib: float | None = Field(default=None, json_schema_extra=_flag("--kv-cache-memory"),
                                               description=(
         "KV cache GiB per GPU, skipping the profile estimate (vLLM --kv-cache-memory-bytes)."))
+    # le: 4 TiB is above the memory of any GPU instance EC2 has (p6-b300: 4 TiB)
+    kv_offload_gib: float | None = Field(default=None, gt=0, le=4096, description=(
+        "GiB of host memory for vLLM's KV cache offload (--kv-offloading-size, summed over the engine's ranks): "
+        "prefixes evicted from the GPUs are kept there; added to the pod's /dev/shm and memory, checked against "
+        "the node's allocatable memory. single-node, multi-node and ray-serve; not disaggregated."))
     async_scheduling: bool = Field(default=True, description=(
         "vLLM's async scheduling (on by default on GPUs; vLLM's CPU platform turns it off). Sliding-window KV "
         "sizing depends on it."))

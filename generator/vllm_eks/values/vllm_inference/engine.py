@@ -1,5 +1,5 @@
 """engine.* of charts/vllm-inference: how vLLM is started, the typed keys of the settings users
-edit most (maxModelLen, maxNumSeqs, gpuMemoryUtilization) and the builder that splits a Plan's
+edit most (maxModelLen, maxNumSeqs, gpuMemoryUtilization, kvOffloadingSize) and the builder that splits a Plan's
 engine settings into those keys and the rest (engine.args, or Ray's engineKwargs)."""
 
 from __future__ import annotations
@@ -56,6 +56,11 @@ class Engine(ValuesModel):
             "--gpu-memory-utilization (Ray: engine_kwargs gpu_memory_utilization): the share of each "
             "GPU's memory vLLM may use, in (0, 1]. null: not rendered, for a Plan that sizes the KV "
             "cache by --kv-cache-memory-bytes in engine.args instead"))
+    kv_offloading_size: Annotated[float, Field(gt=0, le=4096)] | None = Field(None, description=(
+        "--kv-offloading-size (Ray: engine_kwargs kv_offloading_size): GiB of host memory for vLLM's KV cache "
+        "offload, summed over the engine's ranks; null: off. vLLM keeps the buffer in /dev/shm, so shm.sizeLimit "
+        "and the pod's memory must hold it (the generator's --kv-offload-gib sizes both). Not with topology "
+        "disaggregated: it would replace NIXL's kv_transfer_config connector"))
     args: list[EngineArg] = Field(default_factory=list, description=(
         "Further vLLM engine settings as `vllm serve` flags (the generator renders its Plan's other "
         "settings). The chart adds the model, served name, port, tensor and pipeline parallel sizes, "
@@ -67,7 +72,7 @@ class Engine(ValuesModel):
 
 # The EngineArgs fields with a typed engine.* key of their own (rendered by the chart; kept out of
 # engine.args and engineKwargs).
-TYPED_ENGINE_SETTINGS = ("max_model_len", "max_num_seqs", "gpu_memory_utilization")
+TYPED_ENGINE_SETTINGS = ("max_model_len", "max_num_seqs", "gpu_memory_utilization", "kv_offloading_size")
 
 
 def engine_values(plan: Plan) -> Engine:
@@ -83,6 +88,7 @@ def engine_values(plan: Plan) -> Engine:
                   pipeline_parallel_size=layout.pipeline_parallel_size,
                   max_model_len=settings["max_model_len"], max_num_seqs=settings["max_num_seqs"],
                   gpu_memory_utilization=settings.get("gpu_memory_utilization"),
+                  kv_offloading_size=settings.get("kv_offloading_size"),
                   args=serve_flags(untyped_settings(settings)))
 
 
