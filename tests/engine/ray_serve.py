@@ -131,6 +131,18 @@ def cpu_serve_config(rendered: dict[str, Any], *, model_path: str, http_port: in
     return config
 
 
+def local_scripts_mount(config: dict[str, Any], mount: Path, changes: list[str]) -> None:
+    """The scripts mount path in the LLM configs' runtime_env env_vars (PYTHONPATH, for the
+    chart's engine class) -> the local folder holding the rendered ConfigMap's files."""
+    for llm in [c for app in config["applications"] for k, v in app["args"].items()
+                for c in (v if k == "llm_configs" else [v] if k in ("prefill_config", "decode_config") else [])]:
+        env_vars = (llm.get("runtime_env") or {}).get("env_vars") or {}
+        for key, value in env_vars.items():
+            if SCRIPTS_MOUNT in str(value):
+                env_vars[key] = str(value).replace(SCRIPTS_MOUNT, str(mount))
+                changes.append(f"runtime_env env_vars {key}: {SCRIPTS_MOUNT} -> {mount}")
+
+
 @dataclass
 class RayApp:
     """A local Ray node started by the head container's rendered command, with the scenario's
@@ -258,6 +270,7 @@ class RayApp:
         self.rendered = serve_config(self.objects)
         self.config = cpu_serve_config(self.rendered, model_path=self.model_path,
                                        http_port=self.ports["serve"], changes=self.changes)
+        local_scripts_mount(self.config, self.workdir / "scripts", self.changes)
         path = self.workdir / "serve-config.yaml"
         path.write_text(yaml.safe_dump(self.config, sort_keys=False))
         t0 = time.monotonic()

@@ -23,6 +23,9 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "topologies.md"
 SCENARIOS = sorted(p.parent for p in VALUES.glob("*/vllm-inference.yaml"))
 # The documented worst case from a hung engine core to the kubelet restarting the container.
 DETECTION_BOUND_S = {"Deployment": 40, "LeaderWorkerSet": 75}
+# Ray topologies: from a hung engine core to Ray Serve marking the replica unhealthy.
+RAY_DETECTION_BOUND_S = 86
+RAY_ENGINE_CLS = "ray_engine_health.ProgressCheckedVLLMEngine"
 # engine_alive.py must outlast the engine's longest scheduler step to see a busy engine progress.
 MIN_LIVENESS_TIMEOUT_S = 10
 
@@ -95,3 +98,26 @@ def test_ray_llm_deployments_health_check(scenario: Path) -> None:
         # a congested replica event loop under saturation must not fail Ray Serve's check
         assert d["health_check_timeout_s"] >= 30, d
         assert d["health_check_period_s"] == 10, d
+        # every pool's engine is the chart's progress-checked one, importable from the scripts mount
+        env = cfg["runtime_env"]["env_vars"]
+        assert env["RAYLLM_VLLM_ENGINE_CLS"] == RAY_ENGINE_CLS, env
+        assert env["PYTHONPATH"].split(":")[0] == "/opt/vllm-eks/scripts", env
+        assert env["PYTHONPATH"].endswith(":${PYTHONPATH}"), env  # keeps the image's own
+        module = RAY_ENGINE_CLS.split(".")[0] + ".py"
+        (scripts,) = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("-scripts")]
+        assert module in scripts["data"], sorted(scripts["data"])
+        window = float(env["VLLM_EKS_ENGINE_PROGRESS_WINDOW_S"])
+        # the check gives a failure of its own before Serve's timeout does
+        assert window < d["health_check_timeout_s"], (window, d)
+        assert ray_detection_bound(d["health_check_period_s"], window) <= RAY_DETECTION_BOUND_S, (window, d)
+
+
+def ray_detection_bound(period: float, window: float) -> float:
+    """Ray Serve's controller starts a check when none is outstanding and period x U(0.9, 1.1) has
+    passed since the last one started; 3 failed checks in a row mark the replica unhealthy
+    (ray/serve/_private/deployment_state.py, REPLICA_HEALTH_CHECK_UNHEALTHY_THRESHOLD at 2.58.0)."""
+    return 1.1 * period + 2 * max(1.1 * period, window) + window
+
+
+def test_documented_ray_bound_is_the_rendered_one() -> None:
+    assert f"{RAY_DETECTION_BOUND_S} s" in DOC.read_text()
