@@ -137,9 +137,10 @@ ensure_added_requirements() {
   # other clones may be running this venv's Ray and engines: only new distributions go in
   plan=$("$venv/bin/python" -m pip install --dry-run --quiet --report - "${missing[@]}" 2>/dev/null \
     | "$venv/bin/python" -c 'import json, sys, importlib.metadata as m
-names = {d.metadata["Name"].lower() for d in m.distributions()}
+norm = lambda name: name.lower().replace("_", "-").replace(".", "-")
+names = {norm(d.metadata["Name"]) for d in m.distributions()}
 print(" ".join(i["metadata"]["name"] for i in json.load(sys.stdin)["install"]
-               if i["metadata"]["name"].lower() in names))')
+               if norm(i["metadata"]["name"]) in names))')
   if [ -n "$plan" ]; then
     log "error: ADDED_REQUIREMENTS ${missing[*]} would replace $plan in $venv; list them in EXTRA_REQUIREMENTS (a rebuild) instead"
     exit 1
