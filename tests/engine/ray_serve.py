@@ -22,7 +22,10 @@ The head container
   metrics export (KubeRay's defaults 6379, 8265, 52365, 10001, 8080 may be taken here), and a
   short --temp-dir of its own (the default /tmp/ray is shared by every Ray on the machine);
 - the GPU worker group is not started: one head node with the machine's CPUs hosts the replica
-  (a CPU placement bundle, below) where the cluster schedules it on a GPU worker pod.
+  (a CPU placement bundle, below) where the cluster schedules it on a GPU worker pod; the custom
+  resources the worker groups declare (rayStartParams resources, the disaggregated pools'
+  `prefill`/`decode`) go on the head with --resources; --num-cpus can be a logical count above
+  the cores (RayApp.num_cpus) where the bundles and the ingress of several pods need more.
 
 serveConfigV2 (everything else reaches Serve as rendered)
 - model_loading_config.model_source (a Hugging Face repo id) -> a local random-weight model of
@@ -36,7 +39,10 @@ serveConfigV2 (everything else reaches Serve as rendered)
 - placement_group_config {bundles: [{CPU: 1}]} added: without it Ray Serve LLM assumes a GPU
   accelerator and asks for one GPU bundle per tensor-parallel rank (Ray 2.58.0,
   ray/llm/_internal/serve/core/configs/accelerators.py infer_hardware_kind_from_bundles: bundles
-  without GPU or TPU mean a CPU deployment);
+  without GPU or TPU mean a CPU deployment); a rendered placement_group_config (the
+  disaggregated pools') loses the GPU of its bundles only;
+- kv_transfer_config (the disaggregated pools): NIXL's LIBFABRIC backend -> UCX (LIBFABRIC runs
+  over EFA); kv_buffer_device cpu as rendered (_cpu_kv_transfer says why);
 - deployment_config.ray_actor_options {num_cpus: 0} added: Ray Serve LLM adds the replica actor's
   own CPU (1 unless ray_actor_options say otherwise) to the first placement bundle
   (ray/llm/_internal/serve/core/server/llm_server.py get_deployment_options at 2.58.0), and the
