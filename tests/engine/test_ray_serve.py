@@ -27,8 +27,17 @@ import pytest
 from tests.engine import queries as q
 from tests.engine import scenarios as sc
 from tests.engine.cpu import SCENARIO_KV_GIB
-from tests.engine.engine_env import EngineVenv, ray_pins, ray_venv, run_script
-from tests.engine.ray_serve import SCENARIO, RayApp, http, llm_configs, rayservice, serve_config
+from tests.engine.engine_env import EngineVenv, ray_pins, ray_venv
+from tests.engine.ray_serve import (
+    SCENARIO,
+    RayApp,
+    deployed,
+    http,
+    llm_configs,
+    rayservice,
+    serve_config,
+    write_stand_in,
+)
 from tests.engine.report import REPORT
 from vllm_eks.values.vllm_inference.images import RAY_VERSION
 
@@ -49,12 +58,8 @@ def rayv() -> EngineVenv:
 
 @pytest.fixture(scope="module")
 def ray_model(rayv: EngineVenv, engine_workdir: Path) -> dict:
-    """The Llama stand-in, written by the Ray venv's transformers (the scenario's model is a
-    LlamaForCausalLM)."""
-    proc = run_script("write_tiny_models.py", str(engine_workdir / "ray-models"), "llama",
-                      venv=rayv, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout)["llama"]
+    """The Llama stand-in (the scenario's model is a LlamaForCausalLM)."""
+    return write_stand_in(rayv, engine_workdir, "llama")
 
 
 @pytest.fixture(scope="module")
@@ -69,20 +74,9 @@ def app(rayv, ray_model, rendered, engine_workdir):
     ServerPool.stop_all()  # a vLLM server and a Ray node on two shared cores: one at a time
     plan = json.loads((sc.VALUES / SCENARIO / "plan.json").read_text())
     assert plan["topology"] == "ray-serve", plan["topology"]
-    a = RayApp(rayv, engine_workdir / "ray-serve", rendered, ray_model["path"])
-    t0 = time.monotonic()
-    try:
-        retried = a.start_head_once_more_on_start_race()
-        REPORT.note(f"ray-serve {SCENARIO}: Ray head up (Serve REST API answers) after {a.started_s:.0f} s"
-                    + (f" (started twice: {retried})" if retried else ""))
-        a.deploy()
-        REPORT.server(f"ray-serve {SCENARIO}: serve deploy -> application RUNNING", a.running_s)
-        REPORT.note(f"ray-serve {SCENARIO}: changes: " + "; ".join(a.changes))
+    with deployed(RayApp(rayv, engine_workdir / "ray-serve", rendered, ray_model["path"]),
+                  f"ray-serve {SCENARIO}") as a:
         yield a
-    finally:
-        a.stop()
-        REPORT.note(f"ray-serve {SCENARIO}: module wall time {time.monotonic() - t0:.0f} s "
-                    "(head start, deploy, tests, shutdown)")
 
 
 def test_ray_pins_are_the_charts_and_the_ray_wheels(rayv: EngineVenv) -> None:

@@ -9,6 +9,8 @@ loads in a second; only the shapes that drive KV sizing (layers, KV heads, head_
 sliding window) matter to the tests, and those are varied on purpose:
   - llama:  Llama-style GQA (4 query heads, 2 KV heads, head_dim = hidden/heads = 32)
   - qwen2:  Qwen2-style (attention bias on q/k/v, 1 KV head, tied embeddings)
+  - qwen3:  Qwen3-style (per-head RMSNorm on q and k, no attention bias, 2 KV heads of an
+    explicit head_dim 32)
   - mistral-swa: Mistral-style with an explicit head_dim (64, not hidden/heads) and a sliding
     window on every layer, so the KV cache uses vLLM's sliding-window spec.
   - gpt-oss: gpt-oss-style mixture of experts (4 experts, top-2, bf16: the MXFP4 expert format
@@ -53,6 +55,8 @@ from transformers import (
     PreTrainedTokenizerFast,
     Qwen2Config,
     Qwen2ForCausalLM,
+    Qwen3Config,
+    Qwen3ForCausalLM,
     Qwen3NextConfig,
     Qwen3NextForCausalLM,
 )
@@ -129,6 +133,9 @@ def specs(tokenizer: PreTrainedTokenizerFast) -> dict[str, tuple[type, object]]:
         "qwen2": (Qwen2ForCausalLM, Qwen2Config(
             **base, num_key_value_heads=1, rope_theta=1000000.0, tie_word_embeddings=True,
             use_sliding_window=False)),
+        "qwen3": (Qwen3ForCausalLM, Qwen3Config(
+            **base, num_key_value_heads=2, head_dim=32, rope_theta=1000000.0,
+            attention_bias=False, use_sliding_window=False, tie_word_embeddings=False)),
         "mistral-swa": (MistralForCausalLM, MistralConfig(
             **base, num_key_value_heads=2, head_dim=64, sliding_window=256,
             rope_theta=10000.0, tie_word_embeddings=False)),
