@@ -406,6 +406,14 @@ class RayApp:
 
     # -- stop ----------------------------------------------------------------------------------
 
+    def _shutdown_budget_s(self) -> float:
+        """How long `serve shutdown` may take: every deployment's graceful_shutdown_timeout_s (the
+        disaggregated pools drain one after the other here) plus a minute for Serve itself."""
+        drains = [d.get("graceful_shutdown_timeout_s", 20)
+                  for app in self.config.get("applications", [])
+                  for d in _deployment_configs(app.get("args") or {})]
+        return 60.0 + sum(drains)
+
     def stop(self) -> None:
         """`serve shutdown` (replicas stop their engines), then SIGTERM to `ray start --block`,
         which stops the node's processes; whatever of this node's processes (their command lines
@@ -413,8 +421,11 @@ class RayApp:
         if self.head is None:
             return
         if self.head.alive():
-            subprocess.run([str(self.venv.bin("serve")), "shutdown", "--address", self.dashboard, "-y"],
-                           capture_output=True, text=True, timeout=120, env=self.head.env)
+            try:
+                subprocess.run([str(self.venv.bin("serve")), "shutdown", "--address", self.dashboard, "-y"],
+                               capture_output=True, text=True, timeout=self._shutdown_budget_s(), env=self.head.env)
+            except subprocess.TimeoutExpired:
+                pass  # stopping the node below ends the replicas anyway; the test's result stands
         self.head.stop()
         if self.temp_dir is not None:
             kill_matching(str(self.temp_dir))
@@ -423,6 +434,16 @@ class RayApp:
                 shutil.copytree(session / "logs", self.workdir / "ray-logs" / session.name,
                                 dirs_exist_ok=True, ignore_dangling_symlinks=True)
             shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+def _deployment_configs(node: Any) -> list[dict[str, Any]]:
+    """Every `deployment_config` mapping under an application's args (one per LLMConfig)."""
+    if isinstance(node, dict):
+        found = [node["deployment_config"]] if isinstance(node.get("deployment_config"), dict) else []
+        return found + [c for k, v in node.items() if k != "deployment_config" for c in _deployment_configs(v)]
+    if isinstance(node, list):
+        return [c for item in node for c in _deployment_configs(item)]
+    return []
 
 
 def worker_group_resources(rs: dict[str, Any]) -> dict[str, float]:
