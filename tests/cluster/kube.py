@@ -42,12 +42,21 @@ def wait_for(what: str, fn: Callable[[], T | None], timeout: float = 60, interva
     raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r:.500})")
 
 
+class _CrdLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, reading a plain `=` as the string it is in YAML 1.2 (as the API server
+    reads it): the Prometheus Operator's CRDs list `=` among label-matcher enum values, which
+    PyYAML would otherwise tag as YAML 1.1's obsolete value type and refuse."""
+
+
+_CrdLoader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
+
+
 def crd_documents(crd_dir: Path) -> list[dict[str, Any]]:
     """Every CustomResourceDefinition in the directory's YAML files, in file-name order."""
     docs = []
     for f in sorted(crd_dir.iterdir()):
         if f.suffix in (".yaml", ".yml"):
-            docs += [d for d in yaml.safe_load_all(f.read_text())
+            docs += [d for d in yaml.load_all(f.read_text(), Loader=_CrdLoader)  # noqa: S506 - a safe loader
                      if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"]
     return docs
 

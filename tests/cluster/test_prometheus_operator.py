@@ -6,8 +6,8 @@ The Prometheus object is the one kube-prometheus-stack creates with its defaults
 name>` in every namespace. For every committed scenario the observability package is installed
 with the scenario's values, and the test reads what the operator generated:
 - the `prometheus-<name>` Secret's `prometheus.yaml.gz`: one scrape job per monitor endpoint
-  (`serviceMonitor/<ns>/<name>/<i>`, `podMonitor/<ns>/<name>/<i>`), checked by the real
-  `promtool check config --syntax-only`;
+  (`serviceMonitor/<ns>/<name>/<i>`, `podMonitor/<ns>/<name>/<i>`), each discovering its targets
+  through the Kubernetes API in the namespaces its monitor selects;
 - the `prometheus-<name>-rulefiles-*` ConfigMaps: every rule group of every PrometheusRule,
   checked by the real `promtool check rules`.
 A second Prometheus with another release label shows the common failure: it selects none of them.
@@ -151,9 +151,15 @@ def test_operator_selects_every_monitor_and_rule(operator: Cluster, scenario: sc
         jobs, groups = expected_jobs(objects, ns), expected_groups(objects)
         config, files = wait_for(c, jobs, groups)
 
-        config_file = tmp_path / "prometheus.yaml"
-        config_file.write_text(yaml.safe_dump(config))
-        promtool("check", "config", "--syntax-only", str(config_file))
+        # Each job discovers its targets through the Kubernetes API, in the namespaces its monitor
+        # names (none listed: namespaceSelector any)
+        # (promtool cannot check this config: Debian's Prometheus 2.42 build leaves Kubernetes
+        # service discovery out, and the operator writes for Prometheus v3).
+        for job in (j for j in config["scrape_configs"] if j["job_name"] in jobs):
+            (sd,) = job["kubernetes_sd_configs"]
+            role = "pod" if job["job_name"].startswith("podMonitor/") else "endpoints"
+            assert sd["role"] in (role, "endpointslice"), (job["job_name"], sd)
+            assert "namespaces" not in sd or sd["namespaces"]["names"], (job["job_name"], sd)
         rule_files = []
         for key, text in files.items():
             if any(g["name"] in groups for g in (yaml.safe_load(text) or {}).get("groups", [])):
@@ -165,7 +171,7 @@ def test_operator_selects_every_monitor_and_rule(operator: Cluster, scenario: sc
         assert not other & jobs, f"a Prometheus selecting release=other picked {sorted(other & jobs)}"
         _SELECTED[scenario.name] = (len(jobs), len(groups))
         print(f"{scenario.name}: the operator wrote {len(jobs)} scrape jobs ({', '.join(sorted(jobs))}) and "
-              f"{len(groups)} rule groups in {len(rule_files)} rule files; promtool accepts both; "
+              f"{len(groups)} rule groups in {len(rule_files)} rule files (promtool accepts them); "
               f"the release=other Prometheus selected none")
     finally:
         cleanup(c, HELM, ns)
