@@ -46,8 +46,8 @@ def _servers(objects: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[s
     for obj in objects:
         if "helm.sh/hook" in (obj.get("metadata", {}).get("annotations") or {}):
             continue
-        if (obj.get("metadata", {}).get("labels") or {}).get("app.kubernetes.io/component") in ("benchmark", "staging"):
-            continue
+        if (obj.get("metadata", {}).get("labels") or {}).get("app.kubernetes.io/component") in ("benchmark", "staging", "endpoint-picker"):
+            continue  # clients, the copy Job and the gateway's picker run no model server
         for spec in _pod_specs(obj.get("spec", {})):
             out += [(spec, c) for c in spec["containers"]]
     return out
