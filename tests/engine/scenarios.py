@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import yaml
 
@@ -161,9 +162,12 @@ def container_serve_args(container: dict[str, Any], extra_env: dict[str, str] | 
 
 
 def _looks_like_vllm(container: dict[str, Any]) -> bool:
-    text = " ".join([str(container.get("image", ""))] + [str(a) for a in
-                    (container.get("command") or []) + (container.get("args") or [])])
-    return "vllm" in text.lower()
+    """The image is a vLLM image or the container invokes vLLM (`vllm ...`, `-m vllm...`): a
+    release named vllm in another program's arguments (the endpoint picker's --pool-name) is not."""
+    if "vllm" in str(container.get("image", "")).lower():
+        return True
+    text = " ".join(str(a) for a in (container.get("command") or []) + (container.get("args") or []))
+    return re.search(r"(^|[\s;&|/])vllm(\s|$)|-m\s+vllm\b", text) is not None
 
 
 def _is_ray_worker(container: dict[str, Any]) -> bool:
