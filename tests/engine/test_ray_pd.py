@@ -191,19 +191,22 @@ def test_request_prefilled_on_one_engine_decoded_on_the_other(app: RayApp) -> No
                 f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens; counters by "
                 f"engine (prefill {pools['prefill'][0]}, decode {pools['decode'][0]}): "
                 + ", ".join(f"{k} {v:g}" for k, v in got.items()))
+    # each engine's progress health check (files/probes/ray_engine_health.py) may have sent its own
+    # idle probes meanwhile: one prompt token computed locally, one token generated, no transfer
+    probes = {"prefill": got["prefill generated"] - 1, "decode": got["decode generated"] - max_tokens}
+    REPORT.note(f"ray-pd {SCENARIO}: health-check probes during the request window: {probes}")
+    assert min(probes.values()) >= 0, got
     # the prefill engine: the whole prompt, one token (max_tokens 1), nothing it pulled
-    assert got["prefill prompt"] == usage["prompt_tokens"], got
-    assert got["prefill computed"] == usage["prompt_tokens"], got
-    assert got["prefill generated"] == 1, got
+    assert got["prefill prompt"] == got["prefill computed"] == usage["prompt_tokens"] + probes["prefill"], got
     assert got["prefill NIXL transfers"] == 0, got
     # the decode engine: the completion, from a prompt whose KV came over NIXL; what it computes
-    # itself is at most a partial block
-    assert got["decode generated"] == max_tokens, got
+    # itself for the request is at most a partial block
     assert got["decode NIXL transfers"] >= 1 and got["decode NIXL bytes"] > 0, got
     assert got["decode from KV transfer"] > 0, got
     assert got["decode external prefix-cache hits"] == got["decode from KV transfer"], got
-    pulled, computed = got["decode from KV transfer"], got["decode computed"]
-    assert pulled + computed == got["decode prompt"] == usage["prompt_tokens"], got
+    pulled, computed = got["decode from KV transfer"], got["decode computed"] - probes["decode"]
+    assert got["decode prompt"] == usage["prompt_tokens"] + probes["decode"], got
+    assert pulled + computed == usage["prompt_tokens"], got
     block = int(llm_configs(app.config)[1]["engine_kwargs"]["block_size"])
     assert computed < block, got
     # NIXL moves whole KV blocks: the blocks that hold the transferred tokens, every layer's K and V
