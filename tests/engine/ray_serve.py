@@ -406,26 +406,18 @@ class RayApp:
 
     # -- stop ----------------------------------------------------------------------------------
 
-    def _shutdown_budget_s(self) -> float:
-        """How long `serve shutdown` may take: every deployment's graceful_shutdown_timeout_s (the
-        disaggregated pools drain one after the other here) plus a minute for Serve itself."""
-        drains = [d.get("graceful_shutdown_timeout_s", 20)
-                  for app in self.config.get("applications", [])
-                  for d in _deployment_configs(app.get("args") or {})]
-        return 60.0 + sum(drains)
-
     def stop(self) -> None:
-        """`serve shutdown` (replicas stop their engines), then SIGTERM to `ray start --block`,
-        which stops the node's processes; whatever of this node's processes (their command lines
-        name its temp dir) is still there after that is killed."""
+        """SIGKILL to the node's whole process tree (ray start, GCS, raylet, the replicas and the
+        engine processes they spawned), snapshotted first so that nothing reparented escapes;
+        then whatever of this node's processes (their command lines name its temp dir) is left.
+        No `serve shutdown`: its graceful drains (each deployment's graceful_shutdown_timeout_s,
+        one after the other) took minutes and no test reads their outcome; the drain of a vLLM
+        server is the engine tier's test_drain.py."""
         if self.head is None:
             return
-        if self.head.alive():
-            try:
-                subprocess.run([str(self.venv.bin("serve")), "shutdown", "--address", self.dashboard, "-y"],
-                               capture_output=True, text=True, timeout=self._shutdown_budget_s(), env=self.head.env)
-            except subprocess.TimeoutExpired:
-                pass  # stopping the node below ends the replicas anyway; the test's result stands
+        for pid, _ in self.head.descendants():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         self.head.stop()
         if self.temp_dir is not None:
             kill_matching(str(self.temp_dir))
@@ -434,16 +426,6 @@ class RayApp:
                 shutil.copytree(session / "logs", self.workdir / "ray-logs" / session.name,
                                 dirs_exist_ok=True, ignore_dangling_symlinks=True)
             shutil.rmtree(self.temp_dir, ignore_errors=True)
-
-
-def _deployment_configs(node: Any) -> list[dict[str, Any]]:
-    """Every `deployment_config` mapping under an application's args (one per LLMConfig)."""
-    if isinstance(node, dict):
-        found = [node["deployment_config"]] if isinstance(node.get("deployment_config"), dict) else []
-        return found + [c for k, v in node.items() if k != "deployment_config" for c in _deployment_configs(v)]
-    if isinstance(node, list):
-        return [c for item in node for c in _deployment_configs(item)]
-    return []
 
 
 def worker_group_resources(rs: dict[str, Any]) -> dict[str, float]:
