@@ -23,8 +23,10 @@ OUT ?= out/$(MODEL)-$(INSTANCE)
 NAMESPACE ?= llm
 RELEASE ?= vllm
 
-# mk/*.mk add their set-up steps to these lists.
+# mk/*.mk add their set-up steps to these lists: the cluster tier's (CLUSTER_SETUP_TARGETS) and
+# the other late tiers' (TEST_SETUP_TARGETS).
 SETUP_TARGETS := venv
+CLUSTER_SETUP_TARGETS :=
 TEST_SETUP_TARGETS :=
 BENCH_TARGETS := bench-planner bench-recommend bench-render bench-analyze
 
@@ -59,28 +61,39 @@ include $(wildcard mk/*.mk)
 setup: $(SETUP_TARGETS) ## install the venv and the pinned tools (.venv, .tools)
 	@echo 'helm: $(TOOLS)/bin/helm (Helm 4; helm3 and helm4 beside it). Put it on PATH: export PATH="$$PWD/.tools/bin:$$PATH"'
 
-# `make test` runs every tier in two pytest runs. The set-up only the cluster and engine tiers need
-# (Go builds of the control plane and controllers, the vLLM CPU venv) runs in the background
-# while the unit and render tiers run: those keep about one of two cores busy, so on a new
-# machine the builds use the other instead of waiting their turn. The cluster, engine and kind
-# tiers then run once it is done (never beside a build: their timings must see a quiet machine).
-# `make lint` (mk/lint.mk) runs first, beside the background set-up; a finding fails `make test`
-# at the end, after every tier has run.
-LATE_TIERS := cluster or engine or kind or aws
+# `make test` runs every tier in three pytest runs, so that the two cores stay busy:
+# - in the background, the cluster tier's set-up ($(CLUSTER_SETUP_TARGETS): Go builds of the
+#   control plane and controllers, warm in seconds) and then the cluster tier itself, beside the
+#   unit and render tiers (each keeps about one core busy; neither asserts on time);
+# - in the background too, the engine and aws tiers' set-up ($(TEST_SETUP_TARGETS): venvs, mostly
+#   downloads), beside the Go builds on a new machine instead of after them;
+# - the engine, kind and aws tiers last, once both are done: never beside a build or another tier,
+#   since the engine tier's probe and drain timings must see a quiet machine.
+# `make lint` (mk/lint.mk) runs first, beside the background jobs; a finding fails `make test` at
+# the end, after every tier has run.
+LATE_TIERS := engine or kind or aws
 SETUP_LOG := $(TOOLS)/logs/test-setup.log
+CLUSTER_LOG := $(TOOLS)/logs/test-cluster.log
 
-test: setup ## set up everything, run `make lint` and every test tier (late tiers' set-up overlaps the early ones)
+test: setup ## set up everything, run `make lint` and every test tier (set-up and the cluster tier overlap the early tiers)
 	@mkdir -p $(dir $(SETUP_LOG))
-	@echo ">>> make $(TEST_SETUP_TARGETS) in the background (log: $(SETUP_LOG)); unit and render tiers now"
-	@( $(MAKE) --no-print-directory $(TEST_SETUP_TARGETS) > $(SETUP_LOG) 2>&1; echo $$? > $(SETUP_LOG).rc ) & \
+	@echo ">>> in the background: make $(CLUSTER_SETUP_TARGETS), then the cluster tier (log: $(CLUSTER_LOG)); make $(TEST_SETUP_TARGETS) (log: $(SETUP_LOG)); unit and render tiers now"
+	@rm -f $(CLUSTER_LOG).setup-rc $(CLUSTER_LOG).rc; \
+	( rc=0; $(MAKE) --no-print-directory $(CLUSTER_SETUP_TARGETS) > $(CLUSTER_LOG) 2>&1 || rc=$$?; echo $$rc > $(CLUSTER_LOG).setup-rc; \
+	  if [ $$rc = 0 ]; then rc=0; $(BIN)/pytest -p no:cacheprovider -m cluster --durations=20 >> $(CLUSTER_LOG) 2>&1 || rc=$$?; \
+	  echo $$rc > $(CLUSTER_LOG).rc; fi ) & \
+	( rc=0; $(MAKE) --no-print-directory $(TEST_SETUP_TARGETS) > $(SETUP_LOG) 2>&1 || rc=$$?; echo $$rc > $(SETUP_LOG).rc ) & \
 	lint=0; $(MAKE) --no-print-directory lint || lint=$$?; \
-	early=0; $(BIN)/pytest -m "not ($(LATE_TIERS))" --durations=20 || early=$$?; \
-	wait; setup_rc=$$(cat $(SETUP_LOG).rc); \
+	early=0; $(BIN)/pytest -m "not (cluster or $(LATE_TIERS))" --durations=20 || early=$$?; \
+	wait; \
+	echo ">>> cluster set-up (make $(CLUSTER_SETUP_TARGETS)) exited $$(cat $(CLUSTER_LOG).setup-rc), then the cluster tier:"; cat $(CLUSTER_LOG); \
+	cluster=$$(cat $(CLUSTER_LOG).rc 2>/dev/null || echo "not run: make $(CLUSTER_SETUP_TARGETS) failed"); \
+	setup_rc=$$(cat $(SETUP_LOG).rc); \
 	echo ">>> background set-up (make $(TEST_SETUP_TARGETS)) exited $$setup_rc:"; cat $(SETUP_LOG); \
 	if [ "$$setup_rc" != 0 ]; then echo "error: make $(TEST_SETUP_TARGETS) failed; the $(LATE_TIERS) tiers cannot run" >&2; exit 1; fi; \
 	late=0; $(BIN)/pytest -m "$(LATE_TIERS)" --durations=40 || late=$$?; \
-	echo ">>> lint: make exit $$lint; unit and render tiers: pytest exit $$early; $(LATE_TIERS) tiers: pytest exit $$late"; \
-	[ $$lint -eq 0 ] && [ $$early -eq 0 ] && [ $$late -eq 0 ]
+	echo ">>> lint: make exit $$lint; unit and render tiers: pytest exit $$early; cluster tier: pytest exit $$cluster; $(LATE_TIERS) tiers: pytest exit $$late"; \
+	[ $$lint -eq 0 ] && [ $$early -eq 0 ] && [ "$$cluster" = 0 ] && [ $$late -eq 0 ]
 
 test-unit: venv ## only the unit tier: generator and harness tests that need no tools (under a minute)
 	$(BIN)/pytest $(TEST_ARGS_unit)

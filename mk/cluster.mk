@@ -8,7 +8,7 @@
 CLUSTER_BIN := $(TOOLS)/cluster/bin
 export VLLM_EKS_CLUSTER_BIN := $(CLUSTER_BIN)
 
-TEST_SETUP_TARGETS += cluster-tools
+CLUSTER_SETUP_TARGETS += cluster-tools
 TEST_TIERS += cluster
 TEST_ARGS_cluster := -m cluster tests/cluster
 

@@ -15,7 +15,7 @@ OCI_REGISTRY_VERSION := v0.22.1
 OCI_REGISTRY_DIR := $(TOOLS)/oci-registry/$(OCI_REGISTRY_VERSION)
 export VLLM_EKS_OCI_REGISTRY := $(TOOLS)/bin/oci-registry
 
-TEST_SETUP_TARGETS += oci-registry
+CLUSTER_SETUP_TARGETS += oci-registry
 
 .PHONY: package push-charts oci-registry
 package: venv helm ## package every chart into dist/charts (PACKAGE_DIR) as the release pushes them

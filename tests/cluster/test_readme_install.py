@@ -44,6 +44,7 @@ from tests.cluster.shapes import (
     scenario_shapes,
     shape_for,
 )
+from tests.harness.build_lock import source_tree_build
 from tests.harness.paths import ROOT
 from tests.harness.readme_blocks import argv, blocks, commands
 from vllm_eks.check.charts_source import CHARTS_ENV
@@ -109,7 +110,8 @@ def _install_wheel(base: Path) -> Path:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-3000:]}"
 
-    run([sys.executable, "-m", "build", "--wheel", "--outdir", str(base / "dist"), str(ROOT)])
+    with source_tree_build():
+        run([sys.executable, "-m", "build", "--wheel", "--outdir", str(base / "dist"), str(ROOT)])
     (wheel,) = (base / "dist").glob("vllm_eks-*.whl")
     run([sys.executable, "-m", "venv", str(base / "venv")])
     run([str(base / "venv" / "bin" / "pip"), "install", "--quiet", str(wheel)])

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.build_lock import source_tree_build
 from tests.harness.fake_hub import FakeHub, serve
 from tests.harness.paths import ROOT
 from tests.harness.readme_blocks import argv, blocks, commands
@@ -52,7 +53,8 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Installed:
     base = tmp_path_factory.mktemp("dist")
-    _run(["make", "-s", "--no-print-directory", "-C", str(ROOT), "dist", f"DIST_DIR={base / 'dist'}"])
+    with source_tree_build():
+        _run(["make", "-s", "--no-print-directory", "-C", str(ROOT), "dist", f"DIST_DIR={base / 'dist'}"])
     wheels = sorted((base / "dist").glob("vllm_eks-*.whl"))
     sdists = sorted((base / "dist").glob("vllm_eks-*.tar.gz"))
     assert len(wheels) == 1 and len(sdists) == 1, sorted(p.name for p in (base / "dist").iterdir())
